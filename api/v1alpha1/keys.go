@@ -1,0 +1,93 @@
+package v1alpha1
+
+// Every label, annotation, finalizer and taint key Millwright reads or writes,
+// one line of meaning each. Keys under the group are Millwright's own; the
+// few outside it are fixed by the upstream cluster-autoscaler and are kept
+// verbatim so that it works with Millwright unchanged.
+const (
+	// GroupName is the API group of Millwright's kinds and the prefix of its keys.
+	GroupName = "machine.millwright.dev"
+
+	// MachineFinalizer holds a Machine until its VM and its Node are gone.
+	MachineFinalizer = GroupName + "/machine"
+
+	// MachineSetNameLabel on a Machine names the MachineSet that created it.
+	MachineSetNameLabel = GroupName + "/set-name"
+	// MachineDeploymentNameLabel on a MachineSet or Machine names its MachineDeployment.
+	MachineDeploymentNameLabel = GroupName + "/deployment-name"
+	// TemplateHashLabel carries the hash of the template a MachineSet and its Machines were made from.
+	TemplateHashLabel = GroupName + "/template-hash"
+	// RevisionAnnotation on a MachineSet is the MachineDeployment revision it belongs to.
+	RevisionAnnotation = GroupName + "/revision"
+
+	// DeleteMachineAnnotation marks a Machine to be removed first on scale-down (set by the cluster-autoscaler).
+	DeleteMachineAnnotation = GroupName + "/delete-machine"
+	// PriorityAnnotation orders scale-down victims: lower goes first; absent means 3.
+	PriorityAnnotation = GroupName + "/priority"
+	// ForceDeletionAnnotation "true" on a Machine skips the graceful drain when it is deleted.
+	ForceDeletionAnnotation = GroupName + "/force-deletion"
+	// PausedAnnotation on a Machine stops its reconciliation until removed.
+	PausedAnnotation = GroupName + "/paused"
+	// PreDrainHookAnnotationPrefix: any annotation with this prefix blocks the drain until removed.
+	PreDrainHookAnnotationPrefix = "pre-drain.delete.hook." + GroupName + "/"
+	// PreTerminateHookAnnotationPrefix: any annotation with this prefix blocks VM deletion until removed.
+	PreTerminateHookAnnotationPrefix = "pre-terminate.delete.hook." + GroupName + "/"
+	// LastAppliedProviderSpecHashAnnotation on a Machine is the hash of the class providerSpec last applied to its VM.
+	LastAppliedProviderSpecHashAnnotation = GroupName + "/last-applied-providerspec-hash"
+
+	// FrozenLabel on a MachineSet or MachineDeployment is set by the safety controller: no scale-up while present.
+	FrozenLabel = GroupName + "/frozen"
+	// UnfreezeAnnotation set by a person lifts a safety freeze.
+	UnfreezeAnnotation = GroupName + "/unfreeze"
+
+	// ClonedFromNameAnnotation on a cloned InfraMachine or bootstrap config names its template.
+	ClonedFromNameAnnotation = GroupName + "/cloned-from-name"
+	// ClonedFromGroupKindAnnotation on a cloned object is the group and kind of its template.
+	ClonedFromGroupKindAnnotation = GroupName + "/cloned-from-groupkind"
+	// ContractLabelPrefix + a contract version (e.g. "v1beta1") on a provider CRD lists the CRD versions honouring it.
+	ContractLabelPrefix = GroupName + "/"
+
+	// NodeMachineAnnotation on a Node names its Machine (read by the cluster-autoscaler).
+	NodeMachineAnnotation = GroupName + "/machine"
+	// NodeClusterNamespaceAnnotation on a Node is its Machine's namespace (read by the cluster-autoscaler).
+	NodeClusterNamespaceAnnotation = GroupName + "/cluster-namespace"
+	// NodeClusterNameAnnotation on a Node is its Machine's spec.clusterName (read by the cluster-autoscaler).
+	NodeClusterNameAnnotation = GroupName + "/cluster-name"
+	// NodeLastAppliedTemplateAnnotation on a Node records what Millwright applied, for the three-way merge.
+	NodeLastAppliedTemplateAnnotation = GroupName + "/last-applied-node-template"
+	// NodeTriggerDeletionAnnotation "true" on a Node makes Millwright delete and replace its Machine.
+	NodeTriggerDeletionAnnotation = GroupName + "/trigger-deletion"
+	// NodeNotManagedAnnotation marks a Node that no Machine owns (set by the safety controller; never deleted).
+	NodeNotManagedAnnotation = GroupName + "/not-managed"
+	// UninitializedTaintKey is a NoSchedule taint a Node registers with; removed once its labels and taints are synced.
+	UninitializedTaintKey = GroupName + "/uninitialized"
+
+	// AutoscalerMinSizeAnnotation on a MachineSet or MachineDeployment is the autoscaler's lower bound.
+	AutoscalerMinSizeAnnotation = GroupName + "/cluster-api-autoscaler-node-group-min-size"
+	// AutoscalerMaxSizeAnnotation on a MachineSet or MachineDeployment is the autoscaler's upper bound.
+	AutoscalerMaxSizeAnnotation = GroupName + "/cluster-api-autoscaler-node-group-max-size"
+
+	// AutoscalerCapacityPrefix starts the scale-from-zero annotations the autoscaler reads (fixed upstream).
+	AutoscalerCapacityPrefix = "capacity.cluster-autoscaler.kubernetes.io/"
+	// AutoscalerCapacityCPU is the CPU of one node of the group.
+	AutoscalerCapacityCPU = AutoscalerCapacityPrefix + "cpu"
+	// AutoscalerCapacityMemory is the memory of one node of the group.
+	AutoscalerCapacityMemory = AutoscalerCapacityPrefix + "memory"
+	// AutoscalerCapacityEphemeralDisk is the ephemeral storage of one node of the group.
+	AutoscalerCapacityEphemeralDisk = AutoscalerCapacityPrefix + "ephemeral-disk"
+	// AutoscalerCapacityMaxPods is the pod capacity of one node of the group.
+	AutoscalerCapacityMaxPods = AutoscalerCapacityPrefix + "maxPods"
+	// AutoscalerCapacityGPUCount is the GPU count of one node of the group.
+	AutoscalerCapacityGPUCount = AutoscalerCapacityPrefix + "gpu-count"
+	// AutoscalerCapacityGPUType is the GPU type of one node of the group.
+	AutoscalerCapacityGPUType = AutoscalerCapacityPrefix + "gpu-type"
+	// AutoscalerCapacityLabels is "k=v,k=v": the labels one node of the group will carry.
+	AutoscalerCapacityLabels = AutoscalerCapacityPrefix + "labels"
+	// AutoscalerCapacityTaints is "k=v:Effect,…": the taints one node of the group will carry.
+	AutoscalerCapacityTaints = AutoscalerCapacityPrefix + "taints"
+
+	// AutoscalerDeploymentNameLabel on a MachineSet names its MachineDeployment; the autoscaler reads this fixed key.
+	AutoscalerDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
+	// AutoscalerRevisionAnnotation on a MachineSet is its revision; the autoscaler reads this fixed key to avoid scaling down mid-rollout.
+	AutoscalerRevisionAnnotation = "machinedeployment.clusters.x-k8s.io/revision"
+)

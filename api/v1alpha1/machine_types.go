@@ -1,0 +1,271 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MachineSpec is the desired state of a Machine. A Machine is backed either
+// by a driver (spec.class) or by a provider's own object (spec.infrastructureRef).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.class) != has(self.infrastructureRef)",message="exactly one of spec.class (a MachineClass, for driver providers) or spec.infrastructureRef (an InfraMachine, for contract providers) must be set"
+type MachineSpec struct {
+	// ClusterName is the name of the cluster the Machine's Node joins. It is
+	// optional and only informative; the cluster-autoscaler reads it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Class names the MachineClass whose driver creates this Machine's VM.
+	// Immutable.
+	// +optional
+	Class *MachineClassReference `json:"class,omitempty"`
+
+	// InfrastructureRef points at the provider's InfraMachine object (for
+	// example a SimMachine) that a provider controller reconciles into a VM.
+	// Immutable.
+	// +optional
+	InfrastructureRef *ContractReference `json:"infrastructureRef,omitempty"`
+
+	// Bootstrap says where the VM's bootstrap data (user data) comes from:
+	// a bootstrap provider's config object, or a Secret named directly.
+	// +optional
+	Bootstrap Bootstrap `json:"bootstrap,omitempty"`
+
+	// ProviderID is the provider's unique ID of the VM, as its Node's
+	// spec.providerID (for example sim://region/zone/vm-1). Set by Millwright
+	// once the VM exists; immutable once set.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	ProviderID string `json:"providerID,omitempty"`
+
+	// FailureDomain is where the VM is placed (for example a zone). Copied
+	// from the InfraMachine for contract providers.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	FailureDomain string `json:"failureDomain,omitempty"`
+
+	// NodeTemplate holds labels, annotations and taints Millwright keeps on
+	// the Machine's Node.
+	// +optional
+	NodeTemplate NodeTemplateSpec `json:"nodeTemplate,omitempty"`
+
+	// Lifecycle overrides the manager's timeouts and health rules for this Machine.
+	// +optional
+	Lifecycle MachineLifecycle `json:"lifecycle,omitempty"`
+}
+
+// MachineClassReference names a MachineClass in the Machine's namespace.
+type MachineClassReference struct {
+	// Name of the MachineClass.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ContractReference points at a provider's object in the same namespace,
+// reconciled by the provider's controller under Millwright's contract.
+type ContractReference struct {
+	// APIGroup of the referenced object, for example infrastructure.millwright.dev.
+	// Its version is read from the provider CRD's contract label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	APIGroup string `json:"apiGroup"`
+
+	// Kind of the referenced object, for example SimMachine.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// Name of the referenced object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Bootstrap says where a Machine's bootstrap data comes from. With neither
+// field set, a driver Machine uses its class Secret's userData.
+type Bootstrap struct {
+	// ConfigRef points at a bootstrap provider's config object (for example
+	// a TokenBootstrapConfig). Once that object reports its data Secret, the
+	// Secret's name is copied to dataSecretName.
+	// +optional
+	ConfigRef *ContractReference `json:"configRef,omitempty"`
+
+	// DataSecretName names a Secret in the Machine's namespace whose key
+	// "value" holds the bootstrap data. While a configRef is set and this is
+	// empty, the Machine stays Pending.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DataSecretName *string `json:"dataSecretName,omitempty"`
+}
+
+// MachinePhase summarises, for people and printer columns, where a Machine
+// is in its life. Controllers decide from fields and conditions instead.
+// +kubebuilder:validation:Enum=Pending;Provisioning;CrashLoopBackOff;Provisioned;Running;Unknown;Failed;Terminating
+type MachinePhase string
+
+// The phases of a Machine.
+const (
+	// PhasePending: waiting for prerequisites: bootstrap data, class, secret.
+	PhasePending MachinePhase = "Pending"
+	// PhaseProvisioning: the VM is being created.
+	PhaseProvisioning MachinePhase = "Provisioning"
+	// PhaseCrashLoopBackOff: the last create or initialize failed with a retryable code; retrying with backoff.
+	PhaseCrashLoopBackOff MachinePhase = "CrashLoopBackOff"
+	// PhaseProvisioned: the VM exists; waiting for its Node to register and be Ready.
+	PhaseProvisioned MachinePhase = "Provisioned"
+	// PhaseRunning: the Node is Ready and healthy.
+	PhaseRunning MachinePhase = "Running"
+	// PhaseUnknown: was Running, now unhealthy or its Node is gone; the health timeout runs.
+	PhaseUnknown MachinePhase = "Unknown"
+	// PhaseFailed: terminal; the owner replaces the Machine.
+	PhaseFailed MachinePhase = "Failed"
+	// PhaseTerminating: being deleted: hooks, drain, VM deletion, Node deletion.
+	PhaseTerminating MachinePhase = "Terminating"
+)
+
+// Condition types of a Machine.
+const (
+	// BootstrapReadyCondition: the bootstrap data is available.
+	BootstrapReadyCondition = "BootstrapReady"
+	// InfrastructureReadyCondition: the VM exists and is provisioned.
+	InfrastructureReadyCondition = "InfrastructureReady"
+	// NodeReadyCondition: the Node exists and its Ready condition is True.
+	NodeReadyCondition = "NodeReady"
+	// NodeHealthyCondition: none of the configured unhealthy Node conditions is True.
+	NodeHealthyCondition = "NodeHealthy"
+	// DrainedCondition: the Node was drained (set during deletion).
+	DrainedCondition = "Drained"
+	// ReadyCondition: the Machine is Running.
+	ReadyCondition = "Ready"
+	// PausedCondition: reconciliation is paused by annotation or by the owning MachineDeployment.
+	PausedCondition = "Paused"
+)
+
+// NodeReference names the Node a Machine became.
+type NodeReference struct {
+	// Kind is always "Node".
+	// +kubebuilder:validation:Enum=Node
+	// +kubebuilder:default=Node
+	Kind string `json:"kind"`
+
+	// Name of the Node.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// MachineAddressType is the kind of a Machine address.
+// +kubebuilder:validation:Enum=Hostname;ExternalIP;InternalIP;ExternalDNS;InternalDNS
+type MachineAddressType string
+
+// The kinds of Machine addresses, as those of a Node.
+const (
+	MachineHostName    MachineAddressType = "Hostname"
+	MachineExternalIP  MachineAddressType = "ExternalIP"
+	MachineInternalIP  MachineAddressType = "InternalIP"
+	MachineExternalDNS MachineAddressType = "ExternalDNS"
+	MachineInternalDNS MachineAddressType = "InternalDNS"
+)
+
+// MachineAddress is one address of a Machine's VM.
+type MachineAddress struct {
+	// Type of the address: Hostname, ExternalIP, InternalIP, ExternalDNS or InternalDNS.
+	Type MachineAddressType `json:"type"`
+
+	// Address is the address itself.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Address string `json:"address"`
+}
+
+// MachineStatus is what Millwright observed of a Machine and where its
+// lifecycle stands.
+type MachineStatus struct {
+	// Phase summarises where the Machine is in its life, for people.
+	// +optional
+	Phase MachinePhase `json:"phase,omitempty"`
+
+	// NodeRef names the Node the Machine became, once it registered.
+	// +optional
+	NodeRef *NodeReference `json:"nodeRef,omitempty"`
+
+	// NodeName is the name the provider says the Machine's Node will register with.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+
+	// Addresses of the Machine's VM.
+	// +optional
+	// +listType=atomic
+	Addresses []MachineAddress `json:"addresses,omitempty"`
+
+	// Conditions: BootstrapReady, InfrastructureReady, NodeReady, NodeHealthy,
+	// Drained, Ready, Paused.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastOperation is the last operation performed on the Machine and how it went.
+	// +optional
+	LastOperation LastOperation `json:"lastOperation,omitempty"`
+
+	// LastKnownState is opaque state the driver asked to keep about the VM and
+	// receives back on its next call.
+	// +optional
+	LastKnownState string `json:"lastKnownState,omitempty"`
+
+	// FailureReason is a terse, machine-readable reason the Machine failed
+	// for good. Once set it cannot be cleared; the owner replaces the Machine.
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
+
+	// FailureMessage explains, for a person, why the Machine failed for good.
+	// Once set it cannot be cleared.
+	// +optional
+	FailureMessage string `json:"failureMessage,omitempty"`
+
+	// ObservedGeneration is the generation of the Machine last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// Machine is one VM (or bare-metal host) that becomes one Node. Millwright
+// creates it through a driver or a provider, watches its Node's health,
+// drains the Node before deleting it, and deletes the VM.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mach,categories=millwright
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="ProviderID",type=string,JSONPath=`.spec.providerID`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeRef.name`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.class) == has(oldSelf.spec.class) && (!has(self.spec.class) || self.spec.class == oldSelf.spec.class)",message="spec.class is immutable; create a new Machine instead"
+// +kubebuilder:validation:XValidation:rule="has(self.spec.infrastructureRef) == has(oldSelf.spec.infrastructureRef) && (!has(self.spec.infrastructureRef) || self.spec.infrastructureRef == oldSelf.spec.infrastructureRef)",message="spec.infrastructureRef is immutable; create a new Machine instead"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.providerID) || oldSelf.spec.providerID == '' || (has(self.spec.providerID) && self.spec.providerID == oldSelf.spec.providerID)",message="spec.providerID is immutable once set: it identifies the Machine's VM"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.failureReason) || (has(self.status) && has(self.status.failureReason))",message="status.failureReason is terminal: once set it cannot be cleared"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.failureMessage) || (has(self.status) && has(self.status.failureMessage))",message="status.failureMessage is terminal: once set it cannot be cleared"
+type Machine struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the Machine.
+	Spec MachineSpec `json:"spec"`
+
+	// Status is what Millwright observed of the Machine.
+	// +optional
+	Status MachineStatus `json:"status,omitempty"`
+}
+
+// MachineList is a list of Machines.
+//
+// +kubebuilder:object:root=true
+type MachineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Machine `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Machine{}, &MachineList{})
+}

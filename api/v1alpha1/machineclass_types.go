@@ -1,0 +1,127 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// MachineClassSpec says which driver creates a class's VMs and how.
+type MachineClassSpec struct {
+	// Provider is the name of the driver that creates, inspects and deletes
+	// the VMs of this class (for example "sim"). The manager must have a
+	// driver registered under this name (its --driver flag).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.provider must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit"
+	Provider string `json:"provider"`
+
+	// ProviderSpec is the driver's own description of a VM (size, image,
+	// network, ...). Millwright passes it to the driver untouched; the driver
+	// validates it and refuses bad values with InvalidArgument.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	ProviderSpec runtime.RawExtension `json:"providerSpec,omitempty"`
+
+	// SecretRef names a Secret whose data is passed to the driver. Its key
+	// "userData" is the VM's boot script; the placeholders <<MACHINE_NAME>> and
+	// <<BOOTSTRAP_TOKEN>> in it are replaced per Machine. An empty namespace
+	// means the class's namespace.
+	// +optional
+	SecretRef *corev1.SecretReference `json:"secretRef,omitempty"`
+
+	// CredentialsSecretRef names a Secret with the cloud credentials, so that
+	// classes with different user data can share one credentials Secret. Its
+	// data is merged over SecretRef's when passed to the driver.
+	// +optional
+	CredentialsSecretRef *corev1.SecretReference `json:"credentialsSecretRef,omitempty"`
+
+	// NodeTemplate describes the Node a VM of this class becomes, so that
+	// the cluster-autoscaler can scale a group up from zero.
+	// +optional
+	NodeTemplate *NodeTemplate `json:"nodeTemplate,omitempty"`
+}
+
+// NodeTemplate describes the Node a class's VM will register as: its
+// resources, placement and scheduling properties.
+type NodeTemplate struct {
+	// Capacity is the resources of the Node (cpu, memory, ephemeral-storage,
+	// pods, GPUs, ...).
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+
+	// InstanceType is the provider's instance type, for the Node's
+	// node.kubernetes.io/instance-type label.
+	// +optional
+	InstanceType string `json:"instanceType,omitempty"`
+
+	// Region is the Node's topology.kubernetes.io/region.
+	// +optional
+	Region string `json:"region,omitempty"`
+
+	// Zone is the Node's topology.kubernetes.io/zone.
+	// +optional
+	Zone string `json:"zone,omitempty"`
+
+	// Architecture is the Node's CPU architecture (kubernetes.io/arch), for
+	// example amd64 or arm64.
+	// +optional
+	Architecture *string `json:"architecture,omitempty"`
+
+	// Labels the Node will carry.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Taints the Node will carry.
+	// +optional
+	// +listType=atomic
+	Taints []corev1.Taint `json:"taints,omitempty"`
+}
+
+// MachineClassStatus is what the manager observed of a class.
+type MachineClassStatus struct {
+	// ObservedGeneration is the generation of the class last observed.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions of the class, such as whether its driver is available.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// MachineClass is a reusable description of VMs for one driver: the driver's
+// providerSpec, the Secrets with user data and credentials, and what a Node
+// from this class will look like.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mcc,categories=millwright
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MachineClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the class's description of VMs.
+	Spec MachineClassSpec `json:"spec"`
+
+	// Status is what the manager observed of the class.
+	// +optional
+	Status MachineClassStatus `json:"status,omitempty"`
+}
+
+// MachineClassList is a list of MachineClasses.
+//
+// +kubebuilder:object:root=true
+type MachineClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MachineClass `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MachineClass{}, &MachineClassList{})
+}

@@ -1,0 +1,224 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// MachineDeploymentSpec is the desired state of a MachineDeployment.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="spec.selector must not be empty: an empty selector would select every Machine in the namespace"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || (has(self.template.metadata) && has(self.template.metadata.labels) && self.selector.matchLabels.all(k, k in self.template.metadata.labels && self.template.metadata.labels[k] == self.selector.matchLabels[k]))",message="spec.selector.matchLabels does not match spec.template.metadata.labels: the MachineDeployment would not find the Machines it creates"
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, e.operator == 'In' ? (has(self.template.metadata) && has(self.template.metadata.labels) && e.key in self.template.metadata.labels && has(e.values) && self.template.metadata.labels[e.key] in e.values) : e.operator == 'NotIn' ? (!has(self.template.metadata) || !has(self.template.metadata.labels) || !(e.key in self.template.metadata.labels) || !has(e.values) || !(self.template.metadata.labels[e.key] in e.values)) : e.operator == 'Exists' ? (has(self.template.metadata) && has(self.template.metadata.labels) && e.key in self.template.metadata.labels) : (!has(self.template.metadata) || !has(self.template.metadata.labels) || !(e.key in self.template.metadata.labels)))",message="spec.selector.matchExpressions do not match spec.template.metadata.labels: the MachineDeployment would not find the Machines it creates"
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="spec.progressDeadlineSeconds must be greater than spec.minReadySeconds"
+type MachineDeploymentSpec struct {
+	// ClusterName is the name of the cluster the Machines join; optional and
+	// informative (the cluster-autoscaler reads it).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Replicas is the number of Machines to keep. Always present (the
+	// cluster-autoscaler scales through it); defaults to 1.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas"`
+
+	// Selector picks the Machines and MachineSets of this deployment. It must
+	// match the template's labels and must not be empty.
+	Selector LabelSelector `json:"selector"`
+
+	// Template describes the Machines to create. Changing it rolls the
+	// deployment out to new Machines according to the strategy.
+	Template MachineTemplateSpec `json:"template"`
+
+	// Strategy says how old Machines are replaced by new ones when the
+	// template changes. Defaults to RollingUpdate with maxSurge 1 and
+	// maxUnavailable 0.
+	// +optional
+	// +kubebuilder:default={type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}
+	Strategy MachineDeploymentStrategy `json:"strategy,omitempty"`
+
+	// MinReadySeconds is how long a new Machine must be Running before it
+	// counts as available (and the rollout moves on).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// RevisionHistoryLimit is how many old, empty MachineSets are kept to
+	// allow a rollback. Defaults to 10.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Paused stops rollouts: template changes are not rolled out until it is
+	// false again. Scaling still works.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// RollbackTo asks the controller to roll back to an earlier revision; it
+	// is cleared once the rollback has started.
+	// +optional
+	RollbackTo *RollbackConfig `json:"rollbackTo,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a rollout may go without progress
+	// before the Progressing condition turns False with reason
+	// ProgressDeadlineExceeded. The rollout itself continues. Defaults to 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// MaxConcurrentReplacements limits how many unhealthy Machines of this
+	// deployment may be declared Failed and replaced at once (meltdown
+	// protection). Default: the manager's --max-concurrent-replacements (1).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxConcurrentReplacements *int32 `json:"maxConcurrentReplacements,omitempty"`
+}
+
+// MachineDeploymentStrategyType is how a MachineDeployment replaces Machines.
+// +kubebuilder:validation:Enum=RollingUpdate;Recreate;OnDelete
+type MachineDeploymentStrategyType string
+
+// The strategies of a MachineDeployment.
+const (
+	// RollingUpdateStrategy replaces Machines gradually, within maxSurge and maxUnavailable.
+	RollingUpdateStrategy MachineDeploymentStrategyType = "RollingUpdate"
+	// RecreateStrategy removes every old Machine before creating new ones.
+	RecreateStrategy MachineDeploymentStrategyType = "Recreate"
+	// OnDeleteStrategy creates new Machines only in place of Machines a user deletes.
+	OnDeleteStrategy MachineDeploymentStrategyType = "OnDelete"
+)
+
+// MachineDeploymentStrategy says how old Machines are replaced by new ones.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.rollingUpdate)",message="spec.strategy.rollingUpdate may only be set when spec.strategy.type is RollingUpdate"
+type MachineDeploymentStrategy struct {
+	// Type is RollingUpdate (the default), Recreate or OnDelete.
+	// +optional
+	// +kubebuilder:default=RollingUpdate
+	Type MachineDeploymentStrategyType `json:"type,omitempty"`
+
+	// RollingUpdate bounds a rolling update. Only with type RollingUpdate.
+	// +optional
+	RollingUpdate *RollingUpdateMachineDeployment `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdateMachineDeployment bounds a rolling update.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.maxSurge) && has(self.maxUnavailable) && string(self.maxSurge).matches('^0+%?$') && string(self.maxUnavailable).matches('^0+%?$'))",message="spec.strategy.rollingUpdate.maxSurge and maxUnavailable cannot both be zero: the rollout could never replace a Machine"
+type RollingUpdateMachineDeployment struct {
+	// MaxUnavailable is how many Machines may be unavailable during the
+	// update, below replicas: an absolute number (5) or a percentage of
+	// replicas (10%, rounded down). Defaults to 0. Cannot be 0 if maxSurge is 0.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxUnavailable must be a non-negative integer (5) or a percentage (10%)"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MaxSurge is how many Machines may exist above replicas during the
+	// update: an absolute number (5) or a percentage of replicas (10%,
+	// rounded up). Defaults to 1. Cannot be 0 if maxUnavailable is 0.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxSurge must be a non-negative integer (5) or a percentage (10%)"
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+}
+
+// RollbackConfig names the revision to roll back to.
+type RollbackConfig struct {
+	// Revision to roll back to; 0 means the previous revision.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Revision int64 `json:"revision,omitempty"`
+}
+
+// MachineDeploymentStatus is what the MachineDeployment controller observed.
+type MachineDeploymentStatus struct {
+	// ObservedGeneration is the generation of the deployment last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of Machines of all its MachineSets.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// UpdatedReplicas is the number of Machines made from the current template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// ReadyReplicas is the number of Machines that are Running.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// AvailableReplicas is the number of Machines Running for at least minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// UnavailableReplicas is how many more available Machines are needed to
+	// reach replicas: Machines not yet available or not yet created.
+	// +optional
+	UnavailableReplicas int32 `json:"unavailableReplicas,omitempty"`
+
+	// Selector is spec.selector as a string, for the /scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// Conditions: Available, Progressing, Frozen, AutoscalerBoundsValid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CollisionCount counts template-hash collisions; it is mixed into the
+	// hash that names the newest MachineSet.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// FailedMachines lists Machines of this deployment whose last operation failed.
+	// +optional
+	// +listType=atomic
+	FailedMachines []MachineSummary `json:"failedMachines,omitempty"`
+}
+
+// MachineDeployment rolls a fleet of Machines from one template to the next
+// without going below what the user allowed, like a Deployment does pods.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=mcd,categories=millwright
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MachineDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the MachineDeployment.
+	Spec MachineDeploymentSpec `json:"spec"`
+
+	// Status is what the MachineDeployment controller observed.
+	// +optional
+	Status MachineDeploymentStatus `json:"status,omitempty"`
+}
+
+// MachineDeploymentList is a list of MachineDeployments.
+//
+// +kubebuilder:object:root=true
+type MachineDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MachineDeployment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&MachineDeployment{}, &MachineDeploymentList{})
+}
