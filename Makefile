@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools generate build lint test help
+.PHONY: all tools generate build lint test help demo
 
 all: build
 
@@ -40,3 +40,8 @@ lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and go mod tidy must all be c
 
 test: tools lint ## Build the tools if missing, lint, and run every test (unit and envtest).
 	go test $(GO_TEST_FLAGS) ./...
+
+demo: ## Run Millwright locally (not yet available: arrives with the manager binary).
+	@echo "make demo is not available yet: it arrives with the manager binary and the local cluster runner."
+	@echo "Today: 'make test' runs the API against a real kube-apiserver."
+	@exit 1

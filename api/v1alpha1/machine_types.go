@@ -242,7 +242,7 @@ type MachineStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="has(self.spec.class) == has(oldSelf.spec.class) && (!has(self.spec.class) || self.spec.class == oldSelf.spec.class)",message="spec.class is immutable; create a new Machine instead"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.infrastructureRef) == has(oldSelf.spec.infrastructureRef) && (!has(self.spec.infrastructureRef) || self.spec.infrastructureRef == oldSelf.spec.infrastructureRef)",message="spec.infrastructureRef is immutable; create a new Machine instead"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.providerID) || oldSelf.spec.providerID == '' || (has(self.spec.providerID) && self.spec.providerID == oldSelf.spec.providerID)",message="spec.providerID is immutable once set: it identifies the Machine's VM"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.providerID) || size(oldSelf.spec.providerID) == 0 || (has(self.spec.providerID) && self.spec.providerID == oldSelf.spec.providerID)",message="spec.providerID is immutable once set: it identifies the Machine's VM"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.failureReason) || (has(self.status) && has(self.status.failureReason))",message="status.failureReason is terminal: once set it cannot be cleared"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.failureMessage) || (has(self.status) && has(self.status.failureMessage))",message="status.failureMessage is terminal: once set it cannot be cleared"
 type Machine struct {
@@ -264,8 +264,4 @@ type MachineList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Machine `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&Machine{}, &MachineList{})
 }

@@ -160,7 +160,9 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			},
 			"spec.selector.matchExpressions do not match spec.template.metadata.labels"},
 		{"deployment with an invalid template lifecycle", validDeployment,
-			func(u *unstructured.Unstructured) { set(u, "0m", "spec", "template", "spec", "lifecycle", "healthTimeout") },
+			func(u *unstructured.Unstructured) {
+				set(u, "0m", "spec", "template", "spec", "lifecycle", "healthTimeout")
+			},
 			"spec.lifecycle.healthTimeout must be a positive duration"},
 	}
 	if len(cases) < 25 {

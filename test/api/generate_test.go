@@ -1,0 +1,42 @@
+package api_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestGeneratedFilesAreCurrent regenerates deepcopy code and CRDs into a
+// temporary directory and fails when the committed files differ: someone
+// changed the API without running `make generate`.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	out := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(env.Root, "hack", "generate.sh"), out)
+	cmd.Dir = env.Root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/generate.sh: %v\n%s", err, b)
+	}
+	compare := func(generatedDir, committedDir string) {
+		generated, err := os.ReadDir(generatedDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(generated) == 0 {
+			t.Fatalf("nothing was generated into %s", generatedDir)
+		}
+		for _, f := range generated {
+			want, err := os.ReadFile(filepath.Join(generatedDir, f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(committedDir, f.Name()))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s is stale or missing: run `make generate`", filepath.Join(committedDir, f.Name()))
+			}
+		}
+	}
+	compare(filepath.Join(out, "object"), filepath.Join(env.Root, "api", "v1alpha1"))
+	compare(filepath.Join(out, "crd"), filepath.Join(env.Root, "config", "crd", "bases"))
+}
