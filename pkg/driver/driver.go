@@ -1,0 +1,230 @@
+// Package driver is the contract between Millwright and a provider of
+// machines: the Driver interface, its requests and responses, the machine
+// error codes, and what Millwright does after each code.
+//
+// A provider implements Driver in Go and either registers it in-process or
+// serves it as its own program over gRPC:
+//
+//	func main() { driver.Serve(myDriver) }
+//
+// Every method returns either a response or an error carrying a machine
+// error Code (build one with Errorf, read one with CodeOf). Optional methods
+// a provider does not implement return Unimplemented; embed
+// UnimplementedDriver to get that for free.
+package driver
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Driver creates, initializes, inspects, updates and deletes the VMs that
+// back Machines. Implementations must be safe for concurrent use.
+type Driver interface {
+	// CreateMachine creates the VM of req.Machine, or returns the one that
+	// already exists for that Machine name (OK). It must be idempotent:
+	// two calls for one Machine never make two VMs.
+	CreateMachine(ctx context.Context, req *CreateMachineRequest) (*CreateMachineResponse, error)
+
+	// InitializeMachine runs post-create setup of a VM (network settings,
+	// ...). Optional: Unimplemented means there is nothing to do.
+	// Uninitialized asks to be called again.
+	InitializeMachine(ctx context.Context, req *InitializeMachineRequest) (*InitializeMachineResponse, error)
+
+	// DeleteMachine deletes the VM of req.Machine. A VM that does not exist
+	// is OK (or NotFound): deletion must be idempotent.
+	DeleteMachine(ctx context.Context, req *DeleteMachineRequest) (*DeleteMachineResponse, error)
+
+	// GetMachineStatus reports the VM of req.Machine: NotFound when there is
+	// none, Uninitialized when it exists but is not initialized, OutOfRange
+	// when several VMs claim the Machine. Optional.
+	GetMachineStatus(ctx context.Context, req *GetMachineStatusRequest) (*GetMachineStatusResponse, error)
+
+	// ListMachines lists the VMs made from req.MachineClass, by providerID,
+	// for orphan collection. Optional.
+	ListMachines(ctx context.Context, req *ListMachinesRequest) (*ListMachinesResponse, error)
+
+	// GetVolumeIDs maps persistent volume specs to the provider's volume
+	// IDs, so the drain can wait for each volume to detach. Optional.
+	GetVolumeIDs(ctx context.Context, req *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error)
+
+	// UpdateMachine applies the hot-updatable fields of the class's
+	// providerSpec (tags, ...) to an existing VM without replacing it.
+	// Optional.
+	UpdateMachine(ctx context.Context, req *UpdateMachineRequest) (*UpdateMachineResponse, error)
+
+	// GetPluginInfo names the driver and says which optional methods it
+	// implements.
+	GetPluginInfo(ctx context.Context, req *GetPluginInfoRequest) (*GetPluginInfoResponse, error)
+}
+
+// CreateMachineRequest asks for the VM of one Machine.
+type CreateMachineRequest struct {
+	// Machine whose VM is to be created. Its name identifies the VM.
+	Machine *v1alpha1.Machine
+	// MachineClass of the Machine: provider and providerSpec.
+	MachineClass *v1alpha1.MachineClass
+	// Secret holds the class's secret data merged with its credentials;
+	// key "userData" is the VM's boot script with per-Machine placeholders
+	// already replaced.
+	Secret *corev1.Secret
+}
+
+// CreateMachineResponse describes the created (or found) VM.
+type CreateMachineResponse struct {
+	// ProviderID uniquely identifies the VM; it equals the Node's spec.providerID.
+	ProviderID string
+	// NodeName is the name the VM's Node registers with.
+	NodeName string
+	// LastKnownState is opaque state kept on the Machine and handed back on
+	// the next call, so an interrupted operation can resume.
+	LastKnownState string
+	// Addresses of the VM, when known.
+	Addresses []v1alpha1.MachineAddress
+}
+
+// InitializeMachineRequest asks for post-create initialization of a VM.
+type InitializeMachineRequest struct {
+	Machine      *v1alpha1.Machine
+	MachineClass *v1alpha1.MachineClass
+	Secret       *corev1.Secret
+}
+
+// InitializeMachineResponse describes the initialized VM.
+type InitializeMachineResponse struct {
+	ProviderID string
+	NodeName   string
+}
+
+// DeleteMachineRequest asks for the deletion of a Machine's VM.
+type DeleteMachineRequest struct {
+	Machine      *v1alpha1.Machine
+	MachineClass *v1alpha1.MachineClass
+	Secret       *corev1.Secret
+}
+
+// DeleteMachineResponse reports a deletion.
+type DeleteMachineResponse struct {
+	// LastKnownState is opaque state kept on the Machine (see CreateMachineResponse).
+	LastKnownState string
+}
+
+// GetMachineStatusRequest asks about the VM of one Machine.
+type GetMachineStatusRequest struct {
+	Machine      *v1alpha1.Machine
+	MachineClass *v1alpha1.MachineClass
+	Secret       *corev1.Secret
+}
+
+// GetMachineStatusResponse describes an existing VM.
+type GetMachineStatusResponse struct {
+	ProviderID string
+	NodeName   string
+	Addresses  []v1alpha1.MachineAddress
+}
+
+// ListMachinesRequest asks for the VMs made from one class.
+type ListMachinesRequest struct {
+	MachineClass *v1alpha1.MachineClass
+	Secret       *corev1.Secret
+}
+
+// ListMachinesResponse lists VMs.
+type ListMachinesResponse struct {
+	// MachineList maps each VM's providerID to the name of the Machine it was created for.
+	MachineList map[string]string
+}
+
+// GetVolumeIDsRequest asks for the provider volume IDs of persistent volumes.
+type GetVolumeIDsRequest struct {
+	PVSpecs []*corev1.PersistentVolumeSpec
+}
+
+// GetVolumeIDsResponse lists the volume IDs the driver recognised; specs it
+// does not recognise are left out.
+type GetVolumeIDsResponse struct {
+	VolumeIDs []string
+}
+
+// UpdateMachineRequest asks to apply the class's current providerSpec to an
+// existing VM in place.
+type UpdateMachineRequest struct {
+	Machine *v1alpha1.Machine
+	// ProviderID of the VM to update.
+	ProviderID string
+	// LastAppliedProviderSpec is the providerSpec the VM was last created or
+	// updated with, so the driver can tell what changed.
+	LastAppliedProviderSpec runtime.RawExtension
+	MachineClass            *v1alpha1.MachineClass
+	Secret                  *corev1.Secret
+}
+
+// UpdateMachineResponse reports an update.
+type UpdateMachineResponse struct{}
+
+// GetPluginInfoRequest asks a driver who it is.
+type GetPluginInfoRequest struct{}
+
+// GetPluginInfoResponse names a driver and its optional methods.
+type GetPluginInfoResponse struct {
+	// Name of the driver, as MachineClass spec.provider names it.
+	Name string
+	// Version of the driver.
+	Version string
+	// Implements lists the optional methods the driver implements.
+	Implements []Method
+}
+
+// Method names a Driver method.
+type Method string
+
+// The Driver methods.
+const (
+	MethodCreateMachine     Method = "CreateMachine"
+	MethodInitializeMachine Method = "InitializeMachine"
+	MethodDeleteMachine     Method = "DeleteMachine"
+	MethodGetMachineStatus  Method = "GetMachineStatus"
+	MethodListMachines      Method = "ListMachines"
+	MethodGetVolumeIDs      Method = "GetVolumeIDs"
+	MethodUpdateMachine     Method = "UpdateMachine"
+	MethodGetPluginInfo     Method = "GetPluginInfo"
+)
+
+// OptionalMethods are the methods a driver may leave unimplemented.
+var OptionalMethods = []Method{
+	MethodInitializeMachine, MethodGetMachineStatus, MethodListMachines,
+	MethodGetVolumeIDs, MethodUpdateMachine,
+}
+
+// UnimplementedDriver answers Unimplemented to every optional method. Embed
+// it in a driver and implement only what the provider supports.
+type UnimplementedDriver struct{}
+
+// InitializeMachine returns Unimplemented.
+func (UnimplementedDriver) InitializeMachine(context.Context, *InitializeMachineRequest) (*InitializeMachineResponse, error) {
+	return nil, Errorf(Unimplemented, "InitializeMachine is not implemented")
+}
+
+// GetMachineStatus returns Unimplemented.
+func (UnimplementedDriver) GetMachineStatus(context.Context, *GetMachineStatusRequest) (*GetMachineStatusResponse, error) {
+	return nil, Errorf(Unimplemented, "GetMachineStatus is not implemented")
+}
+
+// ListMachines returns Unimplemented.
+func (UnimplementedDriver) ListMachines(context.Context, *ListMachinesRequest) (*ListMachinesResponse, error) {
+	return nil, Errorf(Unimplemented, "ListMachines is not implemented")
+}
+
+// GetVolumeIDs returns Unimplemented.
+func (UnimplementedDriver) GetVolumeIDs(context.Context, *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error) {
+	return nil, Errorf(Unimplemented, "GetVolumeIDs is not implemented")
+}
+
+// UpdateMachine returns Unimplemented.
+func (UnimplementedDriver) UpdateMachine(context.Context, *UpdateMachineRequest) (*UpdateMachineResponse, error) {
+	return nil, Errorf(Unimplemented, "UpdateMachine is not implemented")
+}

@@ -1,0 +1,165 @@
+// Package drivertest is a conformance suite any Driver can run against
+// itself, in-process or through the gRPC client:
+//
+//	func TestConformance(t *testing.T) {
+//		drivertest.Run(t, drivertest.Config{
+//			Driver:       myDriver,
+//			Class:        validClass,   // a class the driver creates VMs from quickly
+//			Secret:       secret,
+//			InvalidClass: badClass,     // a class whose providerSpec must be refused
+//		})
+//	}
+//
+// It checks the promises Millwright relies on: create is idempotent per
+// Machine (never a second VM), deleting an absent VM is OK, an unknown
+// Machine is NotFound, ListMachines agrees with create and delete,
+// unimplemented optional methods say Unimplemented, a bad providerSpec is
+// InvalidArgument with a message, and expired or cancelled contexts are
+// honoured.
+package drivertest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// Config is the driver under test and the classes to test it with.
+type Config struct {
+	// Driver under test.
+	Driver driver.Driver
+	// Class is a valid MachineClass the driver creates VMs from.
+	Class *v1alpha1.MachineClass
+	// Secret is passed with Class (it may be nil if the driver needs none).
+	Secret *corev1.Secret
+	// InvalidClass has a providerSpec the driver must refuse with InvalidArgument.
+	InvalidClass *v1alpha1.MachineClass
+	// CallTimeout bounds every call the suite makes; default 30s.
+	CallTimeout time.Duration
+}
+
+// Run runs the conformance suite as subtests of t.
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	if cfg.Driver == nil || cfg.Class == nil || cfg.InvalidClass == nil {
+		t.Fatal("drivertest.Config needs Driver, Class and InvalidClass")
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	s := &suite{Config: cfg, prefix: fmt.Sprintf("conformance-%06d", rand.IntN(1_000_000))}
+	info := s.pluginInfo(t)
+
+	t.Run("PluginInfo", func(t *testing.T) { s.testPluginInfo(t, info) })
+	t.Run("CreateIsIdempotent", s.testCreateIsIdempotent)
+	t.Run("ConcurrentCreatesMakeOneVM", func(t *testing.T) { s.testConcurrentCreates(t, info) })
+	t.Run("DeleteOfAbsentVMIsOK", s.testDeleteAbsent)
+	t.Run("DeleteRemovesTheVM", func(t *testing.T) { s.testDeleteRemoves(t, info) })
+	t.Run("UnknownMachineIsNotFound", func(t *testing.T) { s.testUnknownNotFound(t, info) })
+	t.Run("ListMachinesAgreesWithCreateAndDelete", func(t *testing.T) { s.testList(t, info) })
+	t.Run("UnimplementedMethodsSaySo", func(t *testing.T) { s.testUnimplemented(t, info) })
+	t.Run("InvalidProviderSpecIsInvalidArgument", s.testInvalidSpec)
+	t.Run("ExpiredAndCancelledContextsAreHonoured", func(t *testing.T) { s.testContexts(t, info) })
+}
+
+type suite struct {
+	Config
+	prefix string
+	seq    int
+	mu     sync.Mutex
+}
+
+// machine returns a new Machine of the valid class with a name unique to
+// this run, and deletes its VM when the test ends.
+func (s *suite) machine(t *testing.T) *v1alpha1.Machine {
+	s.mu.Lock()
+	s.seq++
+	name := fmt.Sprintf("%s-%d", s.prefix, s.seq)
+	s.mu.Unlock()
+	m := &v1alpha1.Machine{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Machine"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Class.Namespace, UID: types.UID("uid-" + name)},
+		Spec:       v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: s.Class.Name}},
+	}
+	t.Cleanup(func() {
+		ctx, cancel := s.ctx()
+		defer cancel()
+		_, _ = s.Driver.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
+	})
+	return m
+}
+
+func (s *suite) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.CallTimeout)
+}
+
+func (s *suite) pluginInfo(t *testing.T) *driver.GetPluginInfoResponse {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	info, err := s.Driver.GetPluginInfo(ctx, &driver.GetPluginInfoRequest{})
+	if err != nil {
+		t.Fatalf("GetPluginInfo: %v", err)
+	}
+	return info
+}
+
+func (s *suite) create(t *testing.T, m *v1alpha1.Machine) *driver.CreateMachineResponse {
+	t.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	resp, err := s.Driver.CreateMachine(ctx, &driver.CreateMachineRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
+	if err != nil {
+		t.Fatalf("CreateMachine(%s): %v", m.Name, err)
+	}
+	if resp.ProviderID == "" {
+		t.Fatalf("CreateMachine(%s) returned no providerID", m.Name)
+	}
+	return resp
+}
+
+func (s *suite) delete(t *testing.T, m *v1alpha1.Machine) error {
+	t.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	_, err := s.Driver.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
+	return err
+}
+
+func (s *suite) status(m *v1alpha1.Machine) (*driver.GetMachineStatusResponse, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return s.Driver.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
+}
+
+// vmsOf returns the providerIDs ListMachines reports for the machine name.
+func (s *suite) vmsOf(t *testing.T, name string) []string {
+	t.Helper()
+	ctx, cancel := s.ctx()
+	defer cancel()
+	resp, err := s.Driver.ListMachines(ctx, &driver.ListMachinesRequest{MachineClass: s.Class, Secret: s.Secret})
+	if err != nil {
+		t.Fatalf("ListMachines: %v", err)
+	}
+	var ids []string
+	for id, machine := range resp.MachineList {
+		if machine == name {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func implements(info *driver.GetPluginInfoResponse, m driver.Method) bool {
+	return slices.Contains(info.Implements, m)
+}
