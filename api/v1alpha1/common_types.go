@@ -66,6 +66,11 @@ type LastOperation struct {
 	// +optional
 	ErrorCode string `json:"errorCode,omitempty"`
 
+	// FailureCount is how many times in a row this operation has failed; it
+	// drives the exponential backoff and survives manager restarts.
+	// +optional
+	FailureCount int32 `json:"failureCount,omitempty"`
+
 	// LastUpdateTime is when this record last changed.
 	// +optional
 	LastUpdateTime metav1.Time `json:"lastUpdateTime,omitempty"`

@@ -209,6 +209,15 @@ type MachineStatus struct {
 	// +optional
 	LastOperation LastOperation `json:"lastOperation,omitempty"`
 
+	// UnhealthySince is when the Machine was last seen turning unhealthy
+	// (phase Unknown); the health timeout runs from here. Cleared when healthy.
+	// +optional
+	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
+
+	// Deletion records how far the deletion has got; set once the Machine is deleted.
+	// +optional
+	Deletion *MachineDeletionStatus `json:"deletion,omitempty"`
+
 	// LastKnownState is opaque state the driver asked to keep about the VM and
 	// receives back on its next call.
 	// +optional
