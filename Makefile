@@ -25,7 +25,12 @@ tools: ## Build the pinned external binaries into bin/ (cached: a second run doe
 $(CONTROLLER_GEN) $(STATICCHECK):
 	@bash hack/tools/build.sh $(notdir $@)
 
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs and RBAC from the Go markers.
+# The generators hack/generate.sh runs; build.sh rebuilds one only when its
+# pin changed, so this costs nothing once they are built.
+GENERATORS := controller-gen buf protoc-gen-go protoc-gen-go-grpc
+
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, and the driver protocol's Go code from its .proto.
+	@bash hack/tools/build.sh $(GENERATORS)
 	bash hack/generate.sh
 
 build: ## Compile every package.

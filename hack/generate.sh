@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# Regenerates everything derived from Go markers: deepcopy code and CRDs.
+# Regenerates everything derived from sources: deepcopy code and CRDs from
+# the Go markers, and the driver plugin protocol's Go code from its .proto.
 # With OUT_DIR, writes the results there instead of into the tree, so a test
 # can compare them with what is committed and fail when the tree is stale.
 # Usage: hack/generate.sh [OUT_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-gen="${BIN_DIR:-$root/bin}/controller-gen"
+bin="${BIN_DIR:-$root/bin}"
+gen="$bin/controller-gen"
 out="${1:-}"
 
 object_out="" crd_out="output:crd:artifacts:config=config/crd/bases"
+proto_out="api/driver"
 if [[ -n "$out" ]]; then
-  mkdir -p "$out/object" "$out/crd"
+  mkdir -p "$out/object" "$out/crd" "$out/proto"
   object_out="output:object:dir=$out/object"
   crd_out="output:crd:dir=$out/crd"
+  proto_out="$out/proto"
 fi
 
 "$gen" object paths=./api/... $object_out
 "$gen" crd paths=./api/... $crd_out
+
+# buf runs the plugins it finds on PATH: put the pinned ones from bin/ first
+# so an installed protoc-gen-go of another version is never used.
+PATH="$bin:$PATH" "$bin/buf" lint api/driver
+PATH="$bin:$PATH" "$bin/buf" generate api/driver --template api/driver/buf.gen.yaml --output "$proto_out"

@@ -13,7 +13,10 @@ bin="$(cd "$bin" && pwd)"
 cd "$here"
 
 # Versions come from go.mod, so go.mod is the only place to bump a pin.
+# The protobuf generators live in proto/, a module of their own (see its
+# go.mod for why); protover reads their pins from there.
 modver() { go list -m -f '{{.Version}}' "$1"; }
+protover() { (cd proto && modver "$1"); }
 kube_version="$(modver k8s.io/kubernetes)"
 kwok_version="$(modver sigs.k8s.io/kwok)"
 etcd_version="$(modver go.etcd.io/etcd/server/v3)"
@@ -29,9 +32,10 @@ done
 wanted=("$@")
 
 # build NAME PACKAGE VERSION [LDFLAGS]: builds PACKAGE into bin/NAME unless
-# bin/NAME was already built from VERSION with the same flags.
+# bin/NAME was already built from VERSION with the same flags. MODULE (the
+# directory of the go.mod to build in) defaults to this one.
 build() {
-  local name="$1" pkg="$2" version="$3" ldflags="${4:-}"
+  local name="$1" pkg="$2" version="$3" ldflags="${4:-}" dir="${MODULE:-$here}"
   if [[ ${#wanted[@]} -gt 0 && " ${wanted[*]} " != *" $name "* ]]; then
     return 0
   fi
@@ -41,7 +45,7 @@ build() {
   fi
   echo "building $name $version"
   local start=$SECONDS
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name" "$pkg"
+  (cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name" "$pkg")
   echo "$want" >"$stamp"
   echo "built $name in $((SECONDS - start))s"
 }
@@ -54,3 +58,6 @@ build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_version" "$kube
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_version" "$kube_ldflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_version" "$kube_ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$kube_version" "$kube_ldflags"
+MODULE="$here/proto" build buf github.com/bufbuild/buf/cmd/buf "$(protover github.com/bufbuild/buf)"
+MODULE="$here/proto" build protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$(protover google.golang.org/protobuf)"
+MODULE="$here/proto" build protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$(protover google.golang.org/grpc/cmd/protoc-gen-go-grpc)"

@@ -5,7 +5,7 @@
 // A provider implements Driver in Go and either registers it in-process or
 // serves it as its own program over gRPC:
 //
-//	func main() { driver.Serve(myDriver) }
+//	func main() { log.Fatal(driver.Serve(myDriver)) }
 //
 // Every method returns either a response or an error carrying a machine
 // error Code (build one with Errorf, read one with CodeOf). Optional methods
