@@ -1,0 +1,92 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Config holds the manager-wide lifecycle defaults (the manager's flags).
+// A Machine's spec.lifecycle overrides the first five.
+type Config struct {
+	// CreationTimeout bounds creation → Running; then the Machine is Failed.
+	CreationTimeout time.Duration
+	// HealthTimeout bounds how long a Machine may stay Unknown before it is Failed.
+	HealthTimeout time.Duration
+	// DrainTimeout bounds a graceful drain; then the drain is forced.
+	DrainTimeout time.Duration
+	// MaxEvictRetries is how many eviction rounds a disruption budget may refuse.
+	MaxEvictRetries int32
+	// NodeConditions make a Machine unhealthy while True.
+	NodeConditions []string
+
+	// MaxConcurrentReplacements is how many Machines of one MachineDeployment
+	// (or MachineSet) may be Failed and awaiting replacement at once.
+	MaxConcurrentReplacements int32
+	// BackoffBase and BackoffCap bound the exponential backoff of retryable driver errors.
+	BackoffBase, BackoffCap time.Duration
+	// LongBackoffBase and LongBackoffCap bound the backoff for exhausted quota or capacity.
+	LongBackoffBase, LongBackoffCap time.Duration
+	// DriverCallTimeout bounds one driver call.
+	DriverCallTimeout time.Duration
+	// VolumeDetachTimeout bounds the wait for an evicted pod's volumes to detach.
+	VolumeDetachTimeout time.Duration
+	// UnreachableForceDrainAfter forces the drain of a Node that has not been Ready this long.
+	UnreachableForceDrainAfter time.Duration
+	// HealthResync re-checks Running Machines this often even without events.
+	HealthResync time.Duration
+}
+
+// DefaultConfig returns the defaults of the manager's flags.
+func DefaultConfig() Config {
+	return Config{
+		CreationTimeout:            20 * time.Minute,
+		HealthTimeout:              10 * time.Minute,
+		DrainTimeout:               2 * time.Hour,
+		MaxEvictRetries:            10,
+		NodeConditions:             []string{"KernelDeadlock", "ReadonlyFilesystem", "DiskPressure", "NetworkUnavailable"},
+		MaxConcurrentReplacements:  1,
+		BackoffBase:                5 * time.Second,
+		BackoffCap:                 5 * time.Minute,
+		LongBackoffBase:            1 * time.Minute,
+		LongBackoffCap:             30 * time.Minute,
+		DriverCallTimeout:          5 * time.Minute,
+		VolumeDetachTimeout:        2 * time.Minute,
+		UnreachableForceDrainAfter: 5 * time.Minute,
+		HealthResync:               10 * time.Minute,
+	}
+}
+
+// lifecycle is the effective lifecycle of one Machine: its overrides over the defaults.
+type lifecycle struct {
+	creationTimeout, healthTimeout, drainTimeout time.Duration
+	maxEvictRetries                              int32
+	nodeConditions                               []string
+}
+
+func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
+	l := lifecycle{
+		creationTimeout: c.CreationTimeout,
+		healthTimeout:   c.HealthTimeout,
+		drainTimeout:    c.DrainTimeout,
+		maxEvictRetries: c.MaxEvictRetries,
+		nodeConditions:  c.NodeConditions,
+	}
+	o := m.Spec.Lifecycle
+	if o.CreationTimeout != nil {
+		l.creationTimeout = o.CreationTimeout.Duration
+	}
+	if o.HealthTimeout != nil {
+		l.healthTimeout = o.HealthTimeout.Duration
+	}
+	if o.DrainTimeout != nil {
+		l.drainTimeout = o.DrainTimeout.Duration
+	}
+	if o.MaxEvictRetries != nil {
+		l.maxEvictRetries = *o.MaxEvictRetries
+	}
+	if o.NodeConditions != nil {
+		l.nodeConditions = o.NodeConditions
+	}
+	return l
+}

@@ -1,0 +1,218 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/drain"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// nextStep orders the deletion steps.
+var nextStep = map[v1alpha1.DeletionStep]v1alpha1.DeletionStep{
+	v1alpha1.StepPreDrainHooks:        v1alpha1.StepCordon,
+	v1alpha1.StepCordon:               v1alpha1.StepDrain,
+	v1alpha1.StepDrain:                v1alpha1.StepPreTerminateHooks,
+	v1alpha1.StepPreTerminateHooks:    v1alpha1.StepDeleteInfrastructure,
+	v1alpha1.StepDeleteInfrastructure: v1alpha1.StepDeleteNode,
+}
+
+// reconcileDelete runs the deletion steps in order, as far as each allows
+// in this reconcile. The step in progress and its start time live in
+// status.deletion, so after a restart the same step resumes: the drain is
+// never skipped and the Node is never deleted before it was drained.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (reconcile.Result, error) {
+	m := s.machine
+	if !controllerutil.ContainsFinalizer(m, v1alpha1.MachineFinalizer) {
+		s.gone = true
+		return reconcile.Result{}, nil
+	}
+	if m.Status.Deletion == nil {
+		m.Status.Deletion = &v1alpha1.MachineDeletionStatus{
+			Step: v1alpha1.StepPreDrainHooks, StartTime: metav1.NewTime(s.now), StepStartTime: metav1.NewTime(s.now),
+		}
+		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "deletion started")
+	}
+	node, err := r.nodeOf(ctx, m)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node != nil {
+		if _, stale := staleNode(node, m); !stale {
+			s.node = node
+		}
+	}
+
+	for {
+		d := m.Status.Deletion
+		done, res, err := r.deletionStep(ctx, s, d.Step)
+		if err != nil || !done {
+			return res, err
+		}
+		if d.Step == v1alpha1.StepDeleteNode {
+			return r.removeFinalizer(ctx, s)
+		}
+		d.Step = nextStep[d.Step]
+		d.StepStartTime = metav1.NewTime(s.now)
+		if d.Step == v1alpha1.StepDeleteInfrastructure {
+			// Record the step before the slow, irreversible driver call, so
+			// people — and a manager restarted mid-call — see where it is.
+			s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "deleting the VM "+m.Spec.ProviderID)
+			if err := s.checkpoint(ctx); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+}
+
+func (r *Reconciler) deletionStep(ctx context.Context, s *scope, step v1alpha1.DeletionStep) (bool, reconcile.Result, error) {
+	switch step {
+	case v1alpha1.StepPreDrainHooks:
+		return r.waitForHooks(s, v1alpha1.PreDrainHookAnnotationPrefix, "pre-drain"), reconcile.Result{}, nil
+	case v1alpha1.StepCordon:
+		if s.node == nil {
+			return true, reconcile.Result{}, nil
+		}
+		return true, reconcile.Result{}, drain.Cordon(ctx, r.TargetAPI, s.node.Name)
+	case v1alpha1.StepDrain:
+		return r.drainStep(ctx, s)
+	case v1alpha1.StepPreTerminateHooks:
+		return r.waitForHooks(s, v1alpha1.PreTerminateHookAnnotationPrefix, "pre-terminate"), reconcile.Result{}, nil
+	case v1alpha1.StepDeleteInfrastructure:
+		return r.deleteInfrastructure(ctx, s)
+	case v1alpha1.StepDeleteNode:
+		return r.deleteNode(ctx, s)
+	}
+	return false, reconcile.Result{}, fmt.Errorf("unknown deletion step %q", step)
+}
+
+// waitForHooks holds the deletion while a hook annotation with prefix is
+// present; its removal is a Machine update, which reconciles again.
+func (r *Reconciler) waitForHooks(s *scope, prefix, what string) bool {
+	var hooks []string
+	for k := range s.machine.Annotations {
+		if strings.HasPrefix(k, prefix) {
+			hooks = append(hooks, strings.TrimPrefix(k, prefix))
+		}
+	}
+	if len(hooks) == 0 {
+		return true
+	}
+	s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "waiting for "+what+" hooks: "+strings.Join(hooks, ", "))
+	return false
+}
+
+func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	d := s.machine.Status.Deletion
+	if s.node == nil {
+		s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionTrue, "NoNode", "the Machine has no Node to drain")
+		return true, reconcile.Result{}, nil
+	}
+	if d.Drain == nil {
+		d.Drain = &v1alpha1.DrainStatus{}
+	}
+	if d.ForceReason == "" {
+		d.ForceReason = r.forceReason(s)
+		if d.ForceReason != "" {
+			s.event(corev1.EventTypeWarning, "ForceDrain", "draining Node "+s.node.Name+" by force: "+d.ForceReason)
+		}
+	}
+	var volumeIDs func(context.Context, []*corev1.PersistentVolumeSpec) ([]string, error)
+	if infra, err := r.infrastructureFor(ctx, s); err == nil && infra != nil {
+		volumeIDs = infra.volumeIDs
+	}
+	result, err := drain.Step(ctx, r.TargetAPI, d.Drain, drain.Options{
+		NodeName:            s.node.Name,
+		Force:               d.ForceReason != "",
+		MaxEvictRetries:     s.life.maxEvictRetries,
+		VolumeDetachTimeout: r.Config.VolumeDetachTimeout,
+		VolumeIDs:           volumeIDs,
+		Now:                 func() time.Time { return s.now },
+	})
+	if err != nil {
+		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "draining Node "+s.node.Name+": "+err.Error())
+		return false, reconcile.Result{RequeueAfter: r.Config.BackoffBase}, nil
+	}
+	if !result.Done {
+		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationProcessing, "", "draining Node "+s.node.Name+": "+result.Message)
+		s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionFalse, "Draining", result.Message)
+		requeue := result.RequeueAfter
+		if d.ForceReason == "" {
+			// Wake up exactly when the drain timeout forces the drain.
+			requeue = min(requeue, until(s.now, d.StepStartTime.Add(s.life.drainTimeout)))
+		}
+		return false, reconcile.Result{RequeueAfter: requeue}, nil
+	}
+	s.operation(v1alpha1.OperationDrain, v1alpha1.OperationSucceeded, "", "drained Node "+s.node.Name)
+	s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionTrue, "Drained", "drained Node "+s.node.Name)
+	observeDrain(s.now.Sub(d.StepStartTime.Time))
+	return true, reconcile.Result{}, nil
+}
+
+// forceReason says why the drain must be forced, or "" for a graceful one.
+func (r *Reconciler) forceReason(s *scope) string {
+	d := s.machine.Status.Deletion
+	if v := s.machine.Annotations[v1alpha1.ForceDeletionAnnotation]; strings.EqualFold(v, "true") {
+		return "the Machine is annotated " + v1alpha1.ForceDeletionAnnotation + "=true"
+	}
+	if s.now.Sub(d.StepStartTime.Time) >= s.life.drainTimeout {
+		return fmt.Sprintf("the drain timeout of %s passed", s.life.drainTimeout)
+	}
+	if c := nodeReady(s.node); c != nil && c.Status != corev1.ConditionTrue &&
+		s.now.Sub(c.LastTransitionTime.Time) >= r.Config.UnreachableForceDrainAfter {
+		return fmt.Sprintf("Node %s has not been Ready for more than %s", s.node.Name, r.Config.UnreachableForceDrainAfter)
+	}
+	return ""
+}
+
+func (r *Reconciler) deleteInfrastructure(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	if wait := r.retryWait(s); wait > 0 && s.machine.Status.LastOperation.Type == v1alpha1.OperationDelete {
+		return false, reconcile.Result{RequeueAfter: wait}, nil
+	}
+	infra, err := r.infrastructureFor(ctx, s)
+	if err != nil {
+		return false, reconcile.Result{}, err
+	}
+	if infra == nil {
+		// The class or driver is gone: the VM cannot be deleted, and it must
+		// not be forgotten. The conditions say why; a person decides.
+		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationFailed, driver.FailedPrecondition.String(),
+			"cannot delete the VM: "+s.condition(v1alpha1.InfrastructureReadyCondition).Message)
+		return false, reconcile.Result{RequeueAfter: r.Config.LongBackoffBase}, nil
+	}
+	done, res, err := infra.delete(ctx, s)
+	if done {
+		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "VM deleted; deleting the Node")
+	}
+	return done, res, err
+}
+
+func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	if s.node == nil {
+		return true, reconcile.Result{}, nil
+	}
+	if err := r.Target.Delete(ctx, s.node); client.IgnoreNotFound(err) != nil {
+		return false, reconcile.Result{}, err
+	}
+	s.event(corev1.EventTypeNormal, "NodeDeleted", "deleted Node "+s.node.Name)
+	return true, reconcile.Result{}, nil
+}
+
+func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (reconcile.Result, error) {
+	controllerutil.RemoveFinalizer(s.machine, v1alpha1.MachineFinalizer)
+	if err := s.patchObject(ctx); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s.log.Info("machine deleted")
+	s.gone = true
+	return reconcile.Result{}, nil
+}

@@ -1,0 +1,178 @@
+package machine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// driverInfra makes VMs through a driver, following the retry table of
+// package driver.
+type driverInfra struct {
+	r     *Reconciler
+	class *v1alpha1.MachineClass
+	drv   driver.Driver
+}
+
+func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" {
+		return reconcile.Result{}, nil // steady state: no driver calls
+	}
+	if wait := d.r.retryWait(s); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	secret, err := d.r.driverSecret(ctx, s, d.class)
+	if err != nil || secret == nil {
+		return reconcile.Result{}, err
+	}
+
+	var status *driver.GetMachineStatusResponse
+	err = d.call(ctx, driver.MethodGetMachineStatus, func(ctx context.Context) (err error) {
+		status, err = d.drv.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
+		return err
+	})
+	switch outcome := driver.ClassifyError(driver.MethodGetMachineStatus, err); outcome.Action {
+	case driver.Continue:
+		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, s.machine.Status.LastKnownState)
+		return d.provisioned(s), nil
+	case driver.CreateVM:
+		return d.create(ctx, s, secret)
+	case driver.InitializeVM:
+		return d.initialize(ctx, s, secret)
+	default:
+		return d.r.failed(s, v1alpha1.OperationCreate, driver.MethodGetMachineStatus, err), nil
+	}
+}
+
+func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
+	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
+	var resp *driver.CreateMachineResponse
+	err := d.call(ctx, driver.MethodCreateMachine, func(ctx context.Context) (err error) {
+		resp, err = d.drv.CreateMachine(ctx, &driver.CreateMachineRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
+		return err
+	})
+	if err != nil {
+		return d.r.failed(s, v1alpha1.OperationCreate, driver.MethodCreateMachine, err), nil
+	}
+	if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.LastKnownState); err != nil {
+		return reconcile.Result{}, err
+	}
+	s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "created VM "+resp.ProviderID)
+	return d.initialize(ctx, s, secret)
+}
+
+func (d *driverInfra) initialize(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
+	var resp *driver.InitializeMachineResponse
+	err := d.call(ctx, driver.MethodInitializeMachine, func(ctx context.Context) (err error) {
+		resp, err = d.drv.InitializeMachine(ctx, &driver.InitializeMachineRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
+		return err
+	})
+	switch driver.ClassifyError(driver.MethodInitializeMachine, err).Action {
+	case driver.Continue:
+		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, nil, s.machine.Status.LastKnownState); err != nil {
+			return reconcile.Result{}, err
+		}
+		s.operation(v1alpha1.OperationInitialize, v1alpha1.OperationSucceeded, "", "initialized VM "+s.machine.Spec.ProviderID)
+	case driver.SkipStep:
+		// Nothing to initialize (Unimplemented) or nothing found to do it on.
+	default:
+		return d.r.failed(s, v1alpha1.OperationInitialize, driver.MethodInitializeMachine, err), nil
+	}
+	return d.provisioned(s), nil
+}
+
+func (d *driverInfra) provisioned(s *scope) reconcile.Result {
+	d.recordAppliedSpec(s)
+	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, ReasonProvisioned, "VM "+s.machine.Spec.ProviderID+" exists")
+	if s.machine.Status.LastOperation.State != v1alpha1.OperationSucceeded {
+		s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "VM "+s.machine.Spec.ProviderID+" exists; waiting for its Node")
+	}
+	return reconcile.Result{}
+}
+
+// recordVM stores what the driver reported. The providerID is written to
+// the spec at once: it is how every later step finds the VM again.
+func (d *driverInfra) recordVM(ctx context.Context, s *scope, providerID, nodeName string, addrs []v1alpha1.MachineAddress, lastKnownState string) error {
+	m := s.machine
+	if providerID != "" && m.Spec.ProviderID == "" {
+		m.Spec.ProviderID = providerID
+		d.recordAppliedSpec(s) // rides along with the providerID: one write
+		if err := s.patchObject(ctx); err != nil {
+			return fmt.Errorf("recording providerID %s: %w", providerID, err)
+		}
+	}
+	if nodeName != "" {
+		m.Status.NodeName = nodeName
+	}
+	if len(addrs) > 0 {
+		m.Status.Addresses = addrs
+	}
+	m.Status.LastKnownState = lastKnownState
+	return nil
+}
+
+func (d *driverInfra) update(ctx context.Context, s *scope) (reconcile.Result, error) {
+	return d.r.hotUpdate(ctx, s, d)
+}
+
+func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	secret, err := d.r.classSecret(ctx, d.class)
+	if err != nil {
+		return false, reconcile.Result{}, err
+	}
+	var resp *driver.DeleteMachineResponse
+	err = d.call(ctx, driver.MethodDeleteMachine, func(ctx context.Context) (err error) {
+		resp, err = d.drv.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
+		return err
+	})
+	if driver.ClassifyError(driver.MethodDeleteMachine, err).Action == driver.Continue {
+		if resp != nil {
+			s.machine.Status.LastKnownState = resp.LastKnownState
+		}
+		return true, reconcile.Result{}, nil
+	}
+	// Never give up on a VM that may still exist: retry, slowly if a
+	// person must fix something, and say why in the status.
+	return false, d.r.failed(s, v1alpha1.OperationDelete, driver.MethodDeleteMachine, err), nil
+}
+
+func (d *driverInfra) volumeIDs(ctx context.Context, specs []*corev1.PersistentVolumeSpec) ([]string, error) {
+	var resp *driver.GetVolumeIDsResponse
+	err := d.call(ctx, driver.MethodGetVolumeIDs, func(ctx context.Context) (err error) {
+		resp, err = d.drv.GetVolumeIDs(ctx, &driver.GetVolumeIDsRequest{PVSpecs: specs})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp.VolumeIDs, nil
+}
+
+// call makes one driver call with the call timeout and records its metrics.
+func (d *driverInfra) call(ctx context.Context, method driver.Method, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d.r.Config.DriverCallTimeout)
+	defer cancel()
+	start := time.Now()
+	err := f(ctx)
+	observeDriverCall(d.class.Spec.Provider, method, driver.CodeOf(err), time.Since(start))
+	return err
+}
+
+// recordAppliedSpec notes, on a VM made from the class's current
+// providerSpec, which spec that was, for the hot update.
+func (d *driverInfra) recordAppliedSpec(s *scope) {
+	if s.machine.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] != "" {
+		return
+	}
+	if s.machine.Annotations == nil {
+		s.machine.Annotations = map[string]string{}
+	}
+	s.machine.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] = providerSpecHash(d.class)
+}

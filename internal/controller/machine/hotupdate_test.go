@@ -1,0 +1,48 @@
+package machine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+)
+
+func TestClassChangeIsAppliedInPlace(t *testing.T) {
+	h := newHarness(t, nil)
+	class := h.Class("tagged", `{"region":"local","zones":["local-a"],"tags":{"team":"infra"}}`)
+	h.Machine("m", "tagged", nil)
+	before := h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+	hash := before.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation]
+	if hash == "" {
+		t.Fatal("no last-applied providerSpec hash recorded at creation")
+	}
+	if vm := h.VMs("m")[0]; vm.Updates != 0 {
+		t.Fatalf("a fresh VM was hot-updated %d times", vm.Updates)
+	}
+
+	patch := client.MergeFrom(class.DeepCopy())
+	class.Spec.ProviderSpec = runtime.RawExtension{Raw: []byte(`{"region":"local","zones":["local-a"],"tags":{"team":"payments","cost":"42"}}`)}
+	if err := controllertest.Env.Client.Patch(context.Background(), class, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually(15*time.Second, "the VM to carry the new tags", func() (bool, error) {
+		vm := h.VMs("m")[0]
+		return vm.Updates == 1 && vm.Tags["team"] == "payments" && vm.Tags["cost"] == "42", nil
+	})
+	h.Eventually(10*time.Second, "the new hash to be recorded", func() (bool, error) {
+		m := h.Get("m")
+		return m.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] != hash &&
+			m.Status.LastOperation.Type == v1alpha1.OperationUpdate && m.Status.LastOperation.State == v1alpha1.OperationSucceeded, nil
+	})
+	if n := len(h.Sim.Cloud().History()); n != 1 {
+		t.Fatalf("the class change replaced the VM (%d VMs ever created)", n)
+	}
+	if h.Get("m").Spec.ProviderID != before.Spec.ProviderID {
+		t.Fatal("the providerID changed")
+	}
+}

@@ -1,0 +1,238 @@
+package machine
+
+import (
+	"context"
+	"encoding/json"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// NodeProviderIDIndex indexes Nodes by spec.providerID in the target cache.
+const NodeProviderIDIndex = "spec.providerID"
+
+// IndexNodeProviderID is the index function of NodeProviderIDIndex.
+func IndexNodeProviderID(obj client.Object) []string {
+	if id := obj.(*corev1.Node).Spec.ProviderID; id != "" {
+		return []string{id}
+	}
+	return nil
+}
+
+// findNode finds the Machine's Node by name, else by providerID. A Node of
+// that name that belongs to another VM is stale: reported, never adopted.
+func (r *Reconciler) findNode(ctx context.Context, s *scope) (reconcile.Result, error) {
+	m := s.machine
+	node, err := r.nodeOf(ctx, m)
+	if err != nil || node == nil {
+		return reconcile.Result{}, err
+	}
+	if owner, stale := staleNode(node, m); stale {
+		msg := "Node " + node.Name + " belongs to " + owner + ", not to this Machine's VM " + m.Spec.ProviderID + "; it is not adopted"
+		r.missing(s, v1alpha1.NodeReadyCondition, ReasonStaleNode, msg)
+		return reconcile.Result{}, nil
+	}
+	s.node = node
+	m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: node.Name}
+	if node.Annotations[v1alpha1.NodeTriggerDeletionAnnotation] == "true" {
+		s.event(corev1.EventTypeNormal, "TriggerDeletion", "Node "+node.Name+" asks for its Machine to be replaced; deleting the Machine")
+		s.stop = true
+		return reconcile.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, m))
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *Reconciler) nodeOf(ctx context.Context, m *v1alpha1.Machine) (*corev1.Node, error) {
+	name := m.Status.NodeName
+	if m.Status.NodeRef != nil {
+		name = m.Status.NodeRef.Name
+	}
+	if name != "" {
+		node := &corev1.Node{}
+		err := r.Target.Get(ctx, types.NamespacedName{Name: name}, node)
+		if err == nil {
+			return node, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	if m.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := r.Target.List(ctx, nodes, client.MatchingFields{NodeProviderIDIndex: m.Spec.ProviderID}); err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) == 0 {
+		return nil, nil
+	}
+	return &nodes.Items[0], nil
+}
+
+// staleNode reports whether node, found by the Machine's node name, is in
+// fact another VM's Node, and whose.
+func staleNode(node *corev1.Node, m *v1alpha1.Machine) (string, bool) {
+	if node.Spec.ProviderID != "" && m.Spec.ProviderID != "" && node.Spec.ProviderID != m.Spec.ProviderID {
+		return "VM " + node.Spec.ProviderID, true
+	}
+	owner := node.Annotations[v1alpha1.NodeMachineAnnotation]
+	ns := node.Annotations[v1alpha1.NodeClusterNamespaceAnnotation]
+	if owner != "" && (owner != m.Name || (ns != "" && ns != m.Namespace)) {
+		return "Machine " + ns + "/" + owner, true
+	}
+	return "", false
+}
+
+// syncNode keeps the Node's labels, annotations and taints in line with
+// spec.nodeTemplate, and removes the uninitialized taint once they are.
+func (r *Reconciler) syncNode(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if s.node == nil {
+		return reconcile.Result{}, nil
+	}
+	node := s.node.DeepCopy()
+	if !applyNodeTemplate(node, desiredNodeState(s.machine), backReferences(s.machine)) {
+		return reconcile.Result{}, nil
+	}
+	err := r.Target.Patch(ctx, node, client.MergeFromWithOptions(s.node, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil // the Node changed under us; redo from a fresh copy
+	}
+	if err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s.node = node
+	return reconcile.Result{}, nil
+}
+
+// nodeState is what Millwright applies to a Node; the last applied one is
+// kept in an annotation on the Node for the three-way merge.
+type nodeState struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Taints      []corev1.Taint    `json:"taints,omitempty"`
+}
+
+// backReferences are the Node annotations naming its Machine, which the
+// cluster-autoscaler reads.
+func backReferences(m *v1alpha1.Machine) map[string]string {
+	refs := map[string]string{
+		v1alpha1.NodeMachineAnnotation:          m.Name,
+		v1alpha1.NodeClusterNamespaceAnnotation: m.Namespace,
+	}
+	if m.Spec.ClusterName != "" {
+		refs[v1alpha1.NodeClusterNameAnnotation] = m.Spec.ClusterName
+	}
+	return refs
+}
+
+func desiredNodeState(m *v1alpha1.Machine) nodeState {
+	t := m.Spec.NodeTemplate
+	return nodeState{Labels: t.Metadata.Labels, Annotations: t.Metadata.Annotations, Taints: t.Taints}
+}
+
+// applyNodeTemplate merges desired into node three ways: keys Millwright
+// applied before and no longer wants are removed, keys others added are
+// kept, desired keys are set. It also sets the Machine back-references and
+// drops the uninitialized taint. It reports whether node changed.
+func applyNodeTemplate(node *corev1.Node, desired nodeState, refs map[string]string) bool {
+	var last nodeState
+	if raw := node.Annotations[v1alpha1.NodeLastAppliedTemplateAnnotation]; raw != "" {
+		_ = json.Unmarshal([]byte(raw), &last) // a corrupt record only loses removals
+	}
+	before := node.DeepCopy()
+	node.Labels = mergeMap(node.Labels, last.Labels, desired.Labels)
+	node.Annotations = mergeMap(node.Annotations, last.Annotations, desired.Annotations)
+	node.Spec.Taints = mergeTaints(node.Spec.Taints, last.Taints, desired.Taints)
+	node.Spec.Taints = removeTaint(node.Spec.Taints, v1alpha1.UninitializedTaintKey)
+
+	record, _ := json.Marshal(desired)
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[v1alpha1.NodeLastAppliedTemplateAnnotation] = string(record)
+	for k, v := range refs {
+		node.Annotations[k] = v
+	}
+	return !equalNode(before, node)
+}
+
+func mergeMap(current, last, desired map[string]string) map[string]string {
+	out := make(map[string]string, len(current)+len(desired))
+	for k, v := range current {
+		if _, applied := last[k]; applied {
+			if _, still := desired[k]; !still {
+				continue
+			}
+		}
+		out[k] = v
+	}
+	for k, v := range desired {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func taintKey(t corev1.Taint) string { return t.Key + ":" + string(t.Effect) }
+
+func mergeTaints(current, last, desired []corev1.Taint) []corev1.Taint {
+	lastKeys, desiredByKey := map[string]bool{}, map[string]corev1.Taint{}
+	for _, t := range last {
+		lastKeys[taintKey(t)] = true
+	}
+	for _, t := range desired {
+		desiredByKey[taintKey(t)] = t
+	}
+	var out []corev1.Taint
+	for _, t := range current {
+		k := taintKey(t)
+		if d, ok := desiredByKey[k]; ok {
+			out = append(out, d)
+			delete(desiredByKey, k)
+			continue
+		}
+		if !lastKeys[k] {
+			out = append(out, t)
+		}
+	}
+	for _, t := range desired { // keep the template's order for new taints
+		if _, pending := desiredByKey[taintKey(t)]; pending {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func removeTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	out := taints[:0:0]
+	for _, t := range taints {
+		if t.Key != key {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func equalNode(a, b *corev1.Node) bool {
+	ja, _ := json.Marshal([]any{a.Labels, a.Annotations, a.Spec.Taints})
+	jb, _ := json.Marshal([]any{b.Labels, b.Annotations, b.Spec.Taints})
+	return string(ja) == string(jb)
+}
+
+// nodeReady returns the Node's Ready condition, or nil.
+func nodeReady(node *corev1.Node) *corev1.NodeCondition {
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == corev1.NodeReady {
+			return &node.Status.Conditions[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package machine
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Condition reasons set by the machine controller.
+const (
+	ReasonClassNotFound        = "ClassNotFound"
+	ReasonDriverNotRegistered  = "DriverNotRegistered"
+	ReasonSecretNotFound       = "SecretNotFound"
+	ReasonBootstrapDataMissing = "BootstrapDataMissing"
+	ReasonBootstrapDataReady   = "BootstrapDataReady"
+	ReasonCreating             = "Creating"
+	ReasonCreateFailed         = "CreateFailed"
+	ReasonInitializeFailed     = "InitializeFailed"
+	ReasonProvisioned          = "Provisioned"
+	ReasonNodeNotFound         = "NodeNotFound"
+	ReasonStaleNode            = "StaleNode"
+	ReasonNodeReady            = "NodeReady"
+	ReasonNodeNotReady         = "NodeNotReady"
+	ReasonNodeHealthy          = "NodeHealthy"
+	ReasonNodeUnhealthy        = "NodeConditionsUnhealthy"
+	ReasonRunning              = "Running"
+	ReasonUnhealthy            = "Unhealthy"
+
+	// Failure reasons (status.failureReason).
+	FailureCreationTimeout = "CreationTimeout"
+	FailureHealthTimeout   = "HealthTimeout"
+	FailureCreateError     = "CreateError"
+	FailureNodeDeleteAsked = "NodeTriggerDeletion"
+)
+
+// pendingReasons are InfrastructureReady/BootstrapReady reasons that mean a
+// prerequisite is missing: the Machine is Pending, not Provisioning.
+var pendingReasons = map[string]bool{
+	ReasonClassNotFound: true, ReasonDriverNotRegistered: true,
+	ReasonSecretNotFound: true, ReasonBootstrapDataMissing: true,
+}
+
+// computePhase summarises a Machine's fields and conditions as a phase. It
+// is the only place phases are decided, and nothing decides from them.
+func computePhase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
+	conds := m.Status.Conditions
+	infra := meta.FindStatusCondition(conds, v1alpha1.InfrastructureReadyCondition)
+	boot := meta.FindStatusCondition(conds, v1alpha1.BootstrapReadyCondition)
+	op := m.Status.LastOperation
+	switch {
+	case !m.DeletionTimestamp.IsZero():
+		return v1alpha1.PhaseTerminating
+	case m.Status.FailureReason != "":
+		return v1alpha1.PhaseFailed
+	case m.Status.UnhealthySince != nil:
+		return v1alpha1.PhaseUnknown
+	case meta.IsStatusConditionTrue(conds, v1alpha1.ReadyCondition):
+		return v1alpha1.PhaseRunning
+	case infra != nil && infra.Status == "True":
+		return v1alpha1.PhaseProvisioned
+	case op.State == v1alpha1.OperationFailed &&
+		(op.Type == v1alpha1.OperationCreate || op.Type == v1alpha1.OperationInitialize):
+		return v1alpha1.PhaseCrashLoopBackOff
+	case boot != nil && boot.Status != "True" && pendingReasons[boot.Reason],
+		infra != nil && infra.Status != "True" && pendingReasons[infra.Reason],
+		infra == nil && boot == nil:
+		return v1alpha1.PhasePending
+	}
+	return v1alpha1.PhaseProvisioning
+}

@@ -1,0 +1,140 @@
+// Package machine is the machine controller: it drives one Machine through
+// its phases — create the VM, wait for its Node, keep it healthy, sync the
+// Node's labels and taints, and on deletion drain the Node, delete the VM
+// and the Node. A reconcile never blocks: every long operation records where
+// it is in the Machine's status and requeues, so a restarted manager
+// resumes exactly where the old one stopped.
+package machine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// Reconciler reconciles Machines. Machines and MachineClasses live in the
+// control cluster; Nodes, pods and bootstrap tokens in the target cluster
+// (often the same cluster).
+type Reconciler struct {
+	// Client reads (from the cache) and writes the control cluster.
+	Client client.Client
+	// APIReader reads the control cluster without a cache: Secrets are read
+	// only when a driver call needs them, so they are never all cached.
+	APIReader client.Reader
+	// Target reads (from the cache) and writes Nodes of the target cluster.
+	Target client.Client
+	// TargetAPI reads the target cluster without a cache: the pods of a Node
+	// being drained, bootstrap token Secrets.
+	TargetAPI client.Client
+	// Drivers maps a MachineClass spec.provider to its driver.
+	Drivers map[string]driver.Driver
+	// Config holds the lifecycle defaults.
+	Config Config
+	// Recorder emits Events on Machines.
+	Recorder events.EventRecorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	ledger replacementLedger
+}
+
+// Reconcile moves one Machine forward and records where it stands.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	m := &v1alpha1.Machine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s := r.newScope(ctx, m)
+
+	var res reconcile.Result
+	var err error
+	if m.DeletionTimestamp.IsZero() {
+		res, err = r.reconcileNormal(ctx, s)
+	} else {
+		res, err = r.reconcileDelete(ctx, s)
+	}
+	if s.gone {
+		return reconcile.Result{}, err
+	}
+	s.machine.Status.Phase = computePhase(s.machine)
+	s.machine.Status.ObservedGeneration = s.machine.Generation
+	if perr := s.patch(ctx); perr != nil {
+		if apierrors.IsNotFound(perr) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("patching machine status: %w", perr)
+	}
+	s.recordPhaseChange()
+	return res, err
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if controllerutil.AddFinalizer(s.machine, v1alpha1.MachineFinalizer) {
+		// Persist the finalizer before any VM exists, so a deleted Machine
+		// always gets the chance to delete its VM.
+		if err := s.patchObject(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if s.machine.Status.FailureReason != "" {
+		// Terminal: the owner replaces the Machine; nothing else to do.
+		return reconcile.Result{}, nil
+	}
+
+	infra, err := r.infrastructureFor(ctx, s)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if infra == nil { // prerequisites missing; conditions say which
+		return r.checkCreationTimeout(s), nil
+	}
+	res, err := infra.ensure(ctx, s)
+	if err != nil || !s.infrastructureReady() {
+		return requeue.Soonest(res, r.checkCreationTimeout(s)), err
+	}
+
+	steps := []func(context.Context, *scope) (reconcile.Result, error){
+		r.findNode,
+		r.syncNode,
+		r.reconcileHealth,
+		r.cleanupBootstrapToken,
+		func(ctx context.Context, s *scope) (reconcile.Result, error) { return infra.update(ctx, s) },
+	}
+	for _, step := range steps {
+		stepRes, err := step(ctx, s)
+		res = requeue.Soonest(res, stepRes)
+		if err != nil || s.stop {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) newScope(ctx context.Context, m *v1alpha1.Machine) *scope {
+	return &scope{
+		r:        r,
+		machine:  m,
+		original: m.DeepCopy(),
+		life:     r.Config.lifecycleOf(m),
+		now:      r.now(),
+		log:      log.FromContext(ctx),
+	}
+}

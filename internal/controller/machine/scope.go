@@ -1,0 +1,166 @@
+package machine
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// scope is everything one reconcile of one Machine knows and changes. Steps
+// change s.machine; the reconciler patches status once at the end.
+type scope struct {
+	r        *Reconciler
+	machine  *v1alpha1.Machine
+	original *v1alpha1.Machine
+	life     lifecycle
+	now      time.Time
+	log      logr.Logger
+
+	// node is the Machine's Node in the target cluster, once found.
+	node *corev1.Node
+	// stop ends the reconcile after the current step.
+	stop bool
+	// gone means the Machine no longer exists (its finalizer was removed).
+	gone bool
+	// joined means the Machine became Running in this reconcile.
+	joined bool
+}
+
+// patchObject writes metadata and spec changes (finalizers, providerID,
+// annotations) at once, so they are never lost when a later step fails.
+func (s *scope) patchObject(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(s.original.ObjectMeta, s.machine.ObjectMeta) &&
+		equality.Semantic.DeepEqual(s.original.Spec, s.machine.Spec) {
+		return nil
+	}
+	status := s.machine.Status
+	base := s.original.DeepCopy()
+	if err := s.r.Client.Patch(ctx, s.machine, client.MergeFrom(base)); err != nil {
+		return err
+	}
+	// Patch refreshed the object from the server; keep our status changes.
+	s.machine.Status = status
+	s.original.ObjectMeta = *s.machine.ObjectMeta.DeepCopy()
+	s.original.Spec = *s.machine.Spec.DeepCopy()
+	return nil
+}
+
+// patch writes all changes: metadata/spec, then status.
+func (s *scope) patch(ctx context.Context) error {
+	if err := s.patchObject(ctx); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(s.original.Status, s.machine.Status) {
+		return nil
+	}
+	base := s.original.DeepCopy()
+	base.ResourceVersion = ""
+	return s.r.Client.Status().Patch(ctx, s.machine, client.MergeFrom(base))
+}
+
+// checkpoint writes everything now, in the middle of a reconcile.
+func (s *scope) checkpoint(ctx context.Context) error {
+	s.machine.Status.Phase = computePhase(s.machine)
+	if err := s.patch(ctx); err != nil {
+		return err
+	}
+	s.recordPhaseChange()
+	s.original.Status = *s.machine.Status.DeepCopy()
+	return nil
+}
+
+// setCondition sets a condition on the Machine; the transition time moves
+// only when the status changes.
+func (s *scope) setCondition(condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&s.machine.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: s.machine.Generation,
+		LastTransitionTime: metav1.NewTime(s.now),
+	})
+}
+
+func (s *scope) isTrue(condType string) bool {
+	return meta.IsStatusConditionTrue(s.machine.Status.Conditions, condType)
+}
+
+func (s *scope) condition(condType string) *metav1.Condition {
+	return meta.FindStatusCondition(s.machine.Status.Conditions, condType)
+}
+
+func (s *scope) infrastructureReady() bool {
+	return s.isTrue(v1alpha1.InfrastructureReadyCondition)
+}
+
+// operation records the operation in progress or just finished, and emits
+// an Event when it failed or succeeded. FailureCount counts consecutive
+// failures of the same operation; it drives the backoff.
+func (s *scope) operation(op v1alpha1.MachineOperationType, state v1alpha1.MachineOperationState, code, description string) {
+	last := &s.machine.Status.LastOperation
+	failures := int32(0)
+	if state == v1alpha1.OperationFailed {
+		failures = 1
+		if last.Type == op && last.State == v1alpha1.OperationFailed {
+			failures = last.FailureCount + 1
+		}
+	}
+	changed := last.Type != op || last.State != state || last.Description != description || last.ErrorCode != code
+	*last = v1alpha1.LastOperation{
+		Type: op, State: state, ErrorCode: code, Description: description,
+		FailureCount: failures, LastUpdateTime: metav1.NewTime(s.now),
+	}
+	if !changed && state != v1alpha1.OperationFailed {
+		return
+	}
+	switch state {
+	case v1alpha1.OperationFailed:
+		s.event(corev1.EventTypeWarning, string(op)+"Failed", description)
+	case v1alpha1.OperationSucceeded:
+		s.event(corev1.EventTypeNormal, string(op)+"Succeeded", description)
+	}
+}
+
+// fail marks the Machine Failed for good; its owner replaces it.
+func (s *scope) fail(reason, message string) {
+	s.machine.Status.FailureReason = reason
+	s.machine.Status.FailureMessage = message
+	s.setCondition(v1alpha1.ReadyCondition, metav1.ConditionFalse, reason, message)
+	s.event(corev1.EventTypeWarning, reason, message)
+	s.log.Info("machine failed", "reason", reason, "message", message)
+	s.stop = true
+}
+
+func (s *scope) event(eventType, reason, message string) {
+	if s.r.Recorder != nil {
+		s.r.Recorder.Eventf(s.machine, nil, eventType, reason, "Reconcile", "%s", message)
+	}
+}
+
+// recordPhaseChange emits an Event and a log line when the phase changed.
+func (s *scope) recordPhaseChange() {
+	from, to := s.original.Status.Phase, s.machine.Status.Phase
+	if from == to {
+		return
+	}
+	s.log.Info("phase changed", "from", from, "to", to)
+	eventType := corev1.EventTypeNormal
+	if to == v1alpha1.PhaseFailed || to == v1alpha1.PhaseUnknown || to == v1alpha1.PhaseCrashLoopBackOff {
+		eventType = corev1.EventTypeWarning
+	}
+	s.event(eventType, "Phase"+string(to), "machine phase changed from "+phaseName(from)+" to "+string(to))
+	observePhaseChange(s.machine, from, to, s.now)
+}
+
+func phaseName(p v1alpha1.MachinePhase) string {
+	if p == "" {
+		return "(none)"
+	}
+	return string(p)
+}

@@ -1,0 +1,128 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Placeholders in user data, replaced per Machine; the URL-encoded forms
+// are replaced too, for user data embedded in URLs.
+const (
+	machineNamePlaceholder    = "<<MACHINE_NAME>>"
+	bootstrapTokenPlaceholder = "<<BOOTSTRAP_TOKEN>>"
+	userDataKey               = "userData"
+	bootstrapDataKey          = "value"
+)
+
+var urlEncoded = strings.NewReplacer("<", "%3C", ">", "%3E")
+
+// classSecret returns the class's secret data merged with its credentials
+// (credentials win). A class without secrets gets an empty Secret.
+func (r *Reconciler) classSecret(ctx context.Context, class *v1alpha1.MachineClass) (*corev1.Secret, error) {
+	merged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: class.Name, Namespace: class.Namespace}, Data: map[string][]byte{}}
+	for _, ref := range []*corev1.SecretReference{class.Spec.SecretRef, class.Spec.CredentialsSecretRef} {
+		if ref == nil {
+			continue
+		}
+		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+		if key.Namespace == "" {
+			key.Namespace = class.Namespace
+		}
+		secret := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, key, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, &missingSecretError{key: key, class: class.Name}
+			}
+			return nil, err
+		}
+		maps.Copy(merged.Data, secret.Data)
+		for k, v := range secret.StringData {
+			merged.Data[k] = []byte(v)
+		}
+	}
+	return merged, nil
+}
+
+type missingSecretError struct {
+	key   types.NamespacedName
+	class string
+}
+
+func (e *missingSecretError) Error() string {
+	return fmt.Sprintf("Secret %s of MachineClass %s not found", e.key, e.class)
+}
+
+// driverSecret returns the Secret to hand to the driver for creating this
+// Machine's VM: the class's secrets, with the Machine's bootstrap data as
+// userData and its placeholders replaced. nil when something is missing;
+// the BootstrapReady condition then says what.
+func (r *Reconciler) driverSecret(ctx context.Context, s *scope, class *v1alpha1.MachineClass) (*corev1.Secret, error) {
+	secret, err := r.classSecret(ctx, class)
+	var missing *missingSecretError
+	if errors.As(err, &missing) {
+		r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonSecretNotFound, missing.Error())
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	userData, ok, err := r.bootstrapData(ctx, s, secret)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if strings.Contains(userData, bootstrapTokenPlaceholder) || strings.Contains(userData, urlEncoded.Replace(bootstrapTokenPlaceholder)) {
+		token, err := r.ensureBootstrapToken(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("creating the bootstrap token: %w", err)
+		}
+		userData = replacePlaceholder(userData, bootstrapTokenPlaceholder, token)
+	}
+	userData = replacePlaceholder(userData, machineNamePlaceholder, s.machine.Name)
+	secret.Data[userDataKey] = []byte(userData)
+	s.setCondition(v1alpha1.BootstrapReadyCondition, metav1.ConditionTrue, ReasonBootstrapDataReady, "bootstrap data is available")
+	return secret, nil
+}
+
+// bootstrapData returns the Machine's bootstrap data: the Secret named by
+// spec.bootstrap.dataSecretName, else the class secret's userData.
+func (r *Reconciler) bootstrapData(ctx context.Context, s *scope, classSecret *corev1.Secret) (string, bool, error) {
+	b := s.machine.Spec.Bootstrap
+	if b.DataSecretName == nil {
+		if b.ConfigRef != nil {
+			r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonBootstrapDataMissing,
+				"waiting for "+b.ConfigRef.Kind+" "+b.ConfigRef.Name+" to provide bootstrap data")
+			return "", false, nil
+		}
+		return string(classSecret.Data[userDataKey]), true, nil
+	}
+	key := types.NamespacedName{Namespace: s.machine.Namespace, Name: *b.DataSecretName}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonSecretNotFound, "bootstrap data Secret "+key.String()+" not found")
+			return "", false, nil
+		}
+		return "", false, err
+	}
+	data, ok := secret.Data[bootstrapDataKey]
+	if !ok {
+		r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonBootstrapDataMissing, "bootstrap data Secret "+key.String()+" has no key \"value\"")
+		return "", false, nil
+	}
+	return string(data), true, nil
+}
+
+func replacePlaceholder(data, placeholder, value string) string {
+	data = strings.ReplaceAll(data, placeholder, value)
+	return strings.ReplaceAll(data, urlEncoded.Replace(placeholder), value)
+}

@@ -1,0 +1,119 @@
+package machine
+
+import (
+	"context"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Field indexes on Machines in the control cache.
+const (
+	MachineProviderIDIndex = "spec.providerID"
+	MachineClassIndex      = "spec.class.name"
+)
+
+// SetupWithManager registers the controller: Machines and MachineClasses
+// from the manager's (control) cluster, Nodes from target, which may be the
+// manager itself.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, concurrency int) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, MachineProviderIDIndex, func(o client.Object) []string {
+		if id := o.(*v1alpha1.Machine).Spec.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, MachineClassIndex, func(o client.Object) []string {
+		if c := o.(*v1alpha1.Machine).Spec.Class; c != nil {
+			return []string{c.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, IndexNodeProviderID); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machine").
+		For(&v1alpha1.Machine{}).
+		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.classToMachines)).
+		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
+			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToMachines), nodeChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+func (r *Reconciler) classToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	machines := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingFields{MachineClassIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(machines.Items))
+	for _, m := range machines.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return reqs
+}
+
+// nodeToMachines maps a Node to its Machine: by the back-reference
+// annotations once synced, else by providerID.
+func (r *Reconciler) nodeToMachines(ctx context.Context, node *corev1.Node) []reconcile.Request {
+	if name, ns := node.Annotations[v1alpha1.NodeMachineAnnotation], node.Annotations[v1alpha1.NodeClusterNamespaceAnnotation]; name != "" && ns != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+	}
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	machines := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.MatchingFields{MachineProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(machines.Items))
+	for _, m := range machines.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	}
+	return reqs
+}
+
+// nodeChanged passes Node events that matter to a Machine and drops the
+// heartbeats that make up most Node updates.
+func nodeChanged() predicate.TypedPredicate[*corev1.Node] {
+	return predicate.TypedFuncs[*corev1.Node]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
+			return !reflect.DeepEqual(nodeEssence(e.ObjectOld), nodeEssence(e.ObjectNew))
+		},
+	}
+}
+
+type essence struct {
+	Labels, Annotations map[string]string
+	Taints              []corev1.Taint
+	ProviderID          string
+	Conditions          map[corev1.NodeConditionType]corev1.ConditionStatus
+	Deleting            bool
+}
+
+func nodeEssence(n *corev1.Node) essence {
+	e := essence{Labels: n.Labels, Annotations: n.Annotations, Taints: n.Spec.Taints, ProviderID: n.Spec.ProviderID,
+		Conditions: map[corev1.NodeConditionType]corev1.ConditionStatus{}, Deleting: !n.DeletionTimestamp.IsZero()}
+	for _, c := range n.Status.Conditions {
+		e.Conditions[c.Type] = c.Status
+	}
+	return e
+}

@@ -1,0 +1,41 @@
+package machine
+
+import (
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// checkCreationTimeout fails a Machine that is not Running by its creation
+// deadline, or asks to be called back exactly at the deadline (rather than
+// at some later resync: a timeout must fire on time).
+func (r *Reconciler) checkCreationTimeout(s *scope) reconcile.Result {
+	if s.machine.Status.FailureReason != "" || s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
+		return reconcile.Result{}
+	}
+	deadline := s.machine.CreationTimestamp.Add(s.life.creationTimeout)
+	if left := deadline.Sub(s.now); left > 0 {
+		return reconcile.Result{RequeueAfter: left}
+	}
+	s.fail(FailureCreationTimeout, fmt.Sprintf("the Machine did not become Running within the creation timeout of %s (%s)",
+		s.life.creationTimeout, describeProgress(s.machine)))
+	return reconcile.Result{}
+}
+
+func describeProgress(m *v1alpha1.Machine) string {
+	if m.Status.LastOperation.Description != "" {
+		return "last: " + m.Status.LastOperation.Description
+	}
+	return "phase " + phaseName(m.Status.Phase)
+}
+
+// until returns the time left until t, at least a millisecond.
+func until(now, t time.Time) time.Duration {
+	if d := t.Sub(now); d > time.Millisecond {
+		return d
+	}
+	return time.Millisecond
+}

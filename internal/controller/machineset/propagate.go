@@ -1,0 +1,51 @@
+package machineset
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// propagate pushes the template changes that need no new VM — Machine
+// labels and annotations, spec.nodeTemplate and spec.lifecycle — to the
+// existing Machines, in place. Labels and annotations the template no
+// longer has are left on the Machines: nothing records who set them.
+func (r *Reconciler) propagate(ctx context.Context, s *scope) error {
+	t := s.ms.Spec.Template
+	for _, m := range s.owned {
+		if !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		updated := m.DeepCopy()
+		updated.Labels = withAll(updated.Labels, t.Metadata.Labels)
+		updated.Annotations = withAll(updated.Annotations, t.Metadata.Annotations)
+		updated.Spec.NodeTemplate = *t.Spec.NodeTemplate.DeepCopy()
+		updated.Spec.Lifecycle = *t.Spec.Lifecycle.DeepCopy()
+		if equality.Semantic.DeepEqual(m.Labels, updated.Labels) &&
+			equality.Semantic.DeepEqual(m.Annotations, updated.Annotations) &&
+			equality.Semantic.DeepEqual(m.Spec, updated.Spec) {
+			continue
+		}
+		if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		s.log.V(1).Info("propagated template to machine", "machine", m.Name)
+	}
+	return nil
+}
+
+// withAll returns have with every key of want set to want's value.
+func withAll(have, want map[string]string) map[string]string {
+	if len(want) == 0 {
+		return have
+	}
+	out := make(map[string]string, len(have)+len(want))
+	for k, v := range have {
+		out[k] = v
+	}
+	for k, v := range want {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+// Package machineset is the MachineSet controller: it keeps spec.replicas
+// Machines made from spec.template, replaces Failed ones, removes the
+// right ones on scale-down, and pushes in-place template changes to its
+// Machines.
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
+)
+
+// DefaultMaxCreationWindow caps how many Machines of one MachineSet may be
+// in creation at once.
+const DefaultMaxCreationWindow = 256
+
+// Reconciler reconciles MachineSets.
+type Reconciler struct {
+	// Client reads (from the cache) and writes the control cluster.
+	Client client.Client
+	// Recorder emits Events on MachineSets.
+	Recorder events.EventRecorder
+	// MaxCreationWindow caps the slow start; 0 means DefaultMaxCreationWindow.
+	MaxCreationWindow int
+
+	expectations expectations
+}
+
+// Reconcile brings one MachineSet's Machines in line with its spec.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ms := &v1alpha1.MachineSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.drop(req.String())
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ms.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // the garbage collector deletes the Machines
+	}
+	s := &scope{r: r, ms: ms, original: ms.DeepCopy(), key: req.String(), log: log.FromContext(ctx), now: time.Now()}
+	sel, err := ms.Spec.Selector.AsSelector()
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("invalid selector: %w", err)
+	}
+	s.selector = sel
+	if err := r.collect(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	var res reconcile.Result
+	if r.expectations.satisfied(s.key, s.owned) {
+		res, err = r.scale(ctx, s)
+		if err != nil {
+			return res, err
+		}
+	} else {
+		// Wait for the cache to show our last creates and deletes; their
+		// watch events wake us up, the requeue covers a lost one.
+		res = reconcile.Result{RequeueAfter: time.Second}
+	}
+	if err := r.propagate(ctx, s); err != nil {
+		return res, err
+	}
+	statusRes := r.updateStatus(s)
+	if err := r.Client.Status().Patch(ctx, s.ms, client.MergeFrom(s.original)); err != nil {
+		return res, client.IgnoreNotFound(err)
+	}
+	return requeue.Soonest(res, statusRes), nil
+}
+
+// scope is one reconcile of one MachineSet.
+type scope struct {
+	r        *Reconciler
+	ms       *v1alpha1.MachineSet
+	original *v1alpha1.MachineSet
+	key      string
+	selector labels.Selector
+	log      logr.Logger
+	now      time.Time
+
+	// owned are the MachineSet's Machines by name, deleting ones included.
+	owned map[string]*v1alpha1.Machine
+	// replicaFailure is why the last create or delete failed, if it did.
+	replicaFailure string
+}
+
+// collect lists the MachineSet's Machines, adopting orphans that match its
+// selector and releasing owned Machines that no longer match.
+func (r *Reconciler) collect(ctx context.Context, s *scope) error {
+	list := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace)); err != nil {
+		return err
+	}
+	s.owned = map[string]*v1alpha1.Machine{}
+	for i := range list.Items {
+		m := &list.Items[i]
+		owner := controllerOf(m)
+		matches := s.selector.Matches(labels.Set(m.Labels))
+		switch {
+		case owner != nil && owner.UID == s.ms.UID && matches:
+			s.owned[m.Name] = m
+		case owner != nil && owner.UID == s.ms.UID:
+			if err := r.release(ctx, s, m); err != nil {
+				return err
+			}
+		case owner == nil && matches && m.DeletionTimestamp.IsZero():
+			if err := r.adopt(ctx, s, m); err != nil {
+				return err
+			}
+			s.owned[m.Name] = m
+		}
+	}
+	return nil
+}
+
+// scale creates or deletes Machines towards spec.replicas, replacing Failed ones.
+func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, error) {
+	var alive, inCreation []*v1alpha1.Machine
+	joined := 0
+	for _, m := range s.owned {
+		switch {
+		case !m.DeletionTimestamp.IsZero():
+		case m.Status.FailureReason != "":
+			// Replace it: delete, and let the count below create its successor.
+			if err := r.deleteMachine(ctx, s, m, "it failed: "+m.Status.FailureReason); err != nil {
+				return reconcile.Result{}, err
+			}
+		default:
+			alive = append(alive, m)
+			if everRunning(m) {
+				joined++
+			} else {
+				inCreation = append(inCreation, m)
+			}
+		}
+	}
+	diff := int(s.ms.Spec.Replicas) - len(alive)
+	switch {
+	case diff > 0 && s.ms.Labels[v1alpha1.FrozenLabel] != "":
+		s.log.Info("frozen by the safety controller: not scaling up", "missing", diff)
+	case diff > 0:
+		limit := r.MaxCreationWindow
+		if limit <= 0 {
+			limit = DefaultMaxCreationWindow
+		}
+		n := min(diff, creationWindow(joined, limit)-len(inCreation))
+		if n <= 0 {
+			return reconcile.Result{}, nil // wait for Machines in creation; their updates wake us up
+		}
+		return reconcile.Result{}, r.createMachines(ctx, s, n)
+	case diff < 0:
+		for _, m := range victims(alive, -diff, s.ms.Spec.DeletePolicy) {
+			if err := r.deleteMachine(ctx, s, m, "scaling down"); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// createMachines creates n Machines in slow-start batches of 1, 2, 4, …,
+// stopping at the first failure, so a call that fails does not fail n times.
+func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error {
+	for batch := 1; n > 0; batch *= 2 {
+		size := min(batch, n)
+		for range size {
+			m := newMachine(s.ms)
+			r.expectations.expectCreate(s.key, m.Name)
+			if err := r.Client.Create(ctx, m); err != nil {
+				r.expectations.forget(s.key, m.Name)
+				s.replicaFailure = "creating a Machine failed: " + err.Error()
+				r.event(s.ms, corev1.EventTypeWarning, "CreateFailed", s.replicaFailure)
+				if apierrors.IsAlreadyExists(err) {
+					return nil // a name clash; the next reconcile picks another name
+				}
+				return err
+			}
+			r.event(s.ms, corev1.EventTypeNormal, "MachineCreated", "created Machine "+m.Name)
+		}
+		n -= size
+	}
+	return nil
+}
+
+func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Machine, why string) error {
+	r.expectations.expectDelete(s.key, m.Name)
+	if err := r.Client.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+		r.expectations.forget(s.key, m.Name)
+		s.replicaFailure = "deleting Machine " + m.Name + " failed: " + err.Error()
+		r.event(s.ms, corev1.EventTypeWarning, "DeleteFailed", s.replicaFailure)
+		return err
+	}
+	s.log.Info("deleting machine", "machine", m.Name, "why", why)
+	r.event(s.ms, corev1.EventTypeNormal, "MachineDeleted", "deleting Machine "+m.Name+": "+why)
+	m.DeletionTimestamp = nowPtr(s.now) // counts as deleting for the status below
+	return nil
+}
+
+// everRunning reports whether the Machine's Node ever joined: Machines
+// still on their way count against the slow-start window, Machines that
+// made it widen it. A class whose VMs never join therefore costs one
+// Machine at a time.
+func everRunning(m *v1alpha1.Machine) bool {
+	return m.Status.UnhealthySince != nil || meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition)
+}
+
+const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// newMachine makes a Machine from the MachineSet's template, named after it.
+func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
+	suffix := make([]byte, 5)
+	for i := range suffix {
+		suffix[i] = nameAlphabet[rand.IntN(len(nameAlphabet))]
+	}
+	t := ms.Spec.Template
+	m := &v1alpha1.Machine{}
+	m.Name = ms.Name + "-" + string(suffix)
+	m.Namespace = ms.Namespace
+	m.Labels = map[string]string{v1alpha1.MachineSetNameLabel: ms.Name}
+	for k, v := range t.Metadata.Labels {
+		m.Labels[k] = v
+	}
+	if md := ms.Labels[v1alpha1.MachineDeploymentNameLabel]; md != "" {
+		m.Labels[v1alpha1.MachineDeploymentNameLabel] = md
+	}
+	if len(t.Metadata.Annotations) > 0 {
+		m.Annotations = map[string]string{}
+		for k, v := range t.Metadata.Annotations {
+			m.Annotations[k] = v
+		}
+	}
+	m.OwnerReferences = []metav1.OwnerReference{ownerRef(ms)}
+	m.Spec = *t.Spec.DeepCopy()
+	if m.Spec.ClusterName == "" {
+		m.Spec.ClusterName = ms.Spec.ClusterName
+	}
+	return m
+}
+
+func (r *Reconciler) event(obj *v1alpha1.MachineSet, eventType, reason, message string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", message)
+	}
+}

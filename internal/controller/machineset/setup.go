@@ -1,0 +1,49 @@
+package machineset
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machineset").
+		For(&v1alpha1.MachineSet{}).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToSets)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// machineToSets maps a Machine to its controller MachineSet, or, for an
+// orphan, to every MachineSet whose selector matches it (to adopt it).
+func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		if ref.Kind != "MachineSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	}
+	sets := &v1alpha1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, ms := range sets.Items {
+		sel, err := ms.Spec.Selector.AsSelector()
+		if err == nil && sel.Matches(labels.Set(o.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ms)})
+		}
+	}
+	return reqs
+}

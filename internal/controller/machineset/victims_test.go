@@ -1,0 +1,116 @@
+package machineset
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+func mach(name string, phase v1alpha1.MachinePhase, age time.Duration, annotations map[string]string, withNode bool) *v1alpha1.Machine {
+	m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Annotations: annotations,
+		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)),
+	}}
+	m.Status.Phase = phase
+	if withNode {
+		m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: name}
+	}
+	return m
+}
+
+func names(ms []*v1alpha1.Machine) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+func TestVictimOrder(t *testing.T) {
+	running := v1alpha1.PhaseRunning
+	cases := []struct {
+		name     string
+		machines []*v1alpha1.Machine
+		policy   v1alpha1.MachineDeletePolicy
+		want     []string
+	}{
+		{"the autoscaler's mark goes first, even before a Failed Machine",
+			[]*v1alpha1.Machine{
+				mach("failed", v1alpha1.PhaseFailed, time.Hour, nil, false),
+				mach("marked", running, time.Hour, map[string]string{v1alpha1.DeleteMachineAnnotation: "yes"}, true),
+			}, v1alpha1.DeletePolicyRandom, []string{"marked", "failed"}},
+		{"lower priority first; default priority is 3 (the seed's example: priority 1 goes first)",
+			[]*v1alpha1.Machine{
+				mach("default", running, time.Hour, nil, true),
+				mach("p1", running, time.Hour, map[string]string{v1alpha1.PriorityAnnotation: "1"}, true),
+				mach("p5", running, time.Hour, map[string]string{v1alpha1.PriorityAnnotation: "5"}, true),
+				mach("bad", running, time.Hour, map[string]string{v1alpha1.PriorityAnnotation: "high"}, true),
+			}, v1alpha1.DeletePolicyOldest, []string{"p1", "bad", "default", "p5"}}, // an unparsable priority counts as 3; ties by name
+		{"phase order: Failed, CrashLoopBackOff, Unknown, Pending, Provisioned, Running",
+			[]*v1alpha1.Machine{
+				mach("running", running, time.Hour, nil, true),
+				mach("provisioned", v1alpha1.PhaseProvisioned, time.Hour, nil, false),
+				mach("pending", v1alpha1.PhasePending, time.Hour, nil, false),
+				mach("unknown", v1alpha1.PhaseUnknown, time.Hour, nil, true),
+				mach("crash", v1alpha1.PhaseCrashLoopBackOff, time.Hour, nil, false),
+				mach("failed", v1alpha1.PhaseFailed, time.Hour, nil, true),
+			}, v1alpha1.DeletePolicyRandom, []string{"failed", "crash", "unknown", "pending", "provisioned", "running"}},
+		{"in one phase, Machines without a Node go first",
+			[]*v1alpha1.Machine{
+				mach("with-node", v1alpha1.PhaseUnknown, time.Hour, nil, true),
+				mach("no-node", v1alpha1.PhaseUnknown, time.Minute, nil, false),
+			}, v1alpha1.DeletePolicyOldest, []string{"no-node", "with-node"}},
+		{"Oldest", []*v1alpha1.Machine{
+			mach("young", running, time.Minute, nil, true),
+			mach("old", running, time.Hour, nil, true),
+			mach("middle", running, 10*time.Minute, nil, true),
+		}, v1alpha1.DeletePolicyOldest, []string{"old", "middle", "young"}},
+		{"Newest", []*v1alpha1.Machine{
+			mach("young", running, time.Minute, nil, true),
+			mach("old", running, time.Hour, nil, true),
+			mach("middle", running, 10*time.Minute, nil, true),
+		}, v1alpha1.DeletePolicyNewest, []string{"young", "middle", "old"}},
+	}
+	for _, tc := range cases {
+		got := names(victims(tc.machines, len(tc.machines), tc.policy))
+		if len(got) != len(tc.want) {
+			t.Fatalf("%s: got %v", tc.name, got)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: order %v; want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+	}
+}
+
+func TestRandomPolicyIsStableAndTakesN(t *testing.T) {
+	var ms []*v1alpha1.Machine
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		ms = append(ms, mach(n, v1alpha1.PhaseRunning, time.Hour, nil, true))
+	}
+	first := names(victims(ms, 2, v1alpha1.DeletePolicyRandom))
+	reversed := append([]*v1alpha1.Machine(nil), ms...)
+	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
+		reversed[i], reversed[j] = reversed[j], reversed[i]
+	}
+	again := names(victims(reversed, 2, v1alpha1.DeletePolicyRandom))
+	if len(first) != 2 || first[0] != again[0] || first[1] != again[1] {
+		t.Fatalf("Random picked %v, then %v from the same Machines", first, again)
+	}
+}
+
+func TestCreationWindowDoublesWithRunningMachines(t *testing.T) {
+	cases := []struct{ provisioned, limit, want int }{
+		{0, 100, 1}, {1, 100, 2}, {2, 100, 4}, {3, 100, 4}, {4, 100, 8}, {100, 100, 100}, {1000, 64, 64}, {0, 1, 1},
+	}
+	for _, tc := range cases {
+		if got := creationWindow(tc.provisioned, tc.limit); got != tc.want {
+			t.Errorf("creationWindow(%d, %d) = %d; want %d", tc.provisioned, tc.limit, got, tc.want)
+		}
+	}
+}

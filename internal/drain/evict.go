@@ -1,0 +1,119 @@
+package drain
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// parallelism bounds the API calls a Step makes at once: enough to drain a
+// full Node in one round, few enough not to flood the API server.
+const parallelism = 8
+
+// outcome is what became of one pod in a round.
+type outcome int
+
+const (
+	// outEvicted: the Eviction API accepted; the kubelet terminates the pod.
+	outEvicted outcome = iota
+	// outDeleted: the pod was deleted (a budget refused for too long, or forced).
+	outDeleted
+	// outBlocked: a PodDisruptionBudget refused the eviction (HTTP 429).
+	outBlocked
+	// outGone: the pod no longer exists, or was replaced by one of the same name.
+	outGone
+	// outFailed: the API call failed otherwise; it is retried next round.
+	outFailed
+)
+
+// task is one pod to act on in a round.
+type task struct {
+	pod *corev1.Pod
+	// force deletes with grace period 0 instead of evicting.
+	force bool
+	// deleteIfRefused deletes the pod when a budget refuses its eviction:
+	// the refused rounds are used up.
+	deleteIfRefused bool
+}
+
+// taskResult is the outcome of a task.
+type taskResult struct {
+	out outcome
+	// refused: a budget refused the eviction (the pod may then have been deleted).
+	refused bool
+	err     error
+}
+
+// runTasks carries out tasks with bounded parallelism and returns their
+// results in the same order.
+func runTasks(ctx context.Context, c client.Client, tasks []task) []taskResult {
+	results := make([]taskResult, len(tasks))
+	sem := make(chan struct{}, parallelism)
+	var wg sync.WaitGroup
+	for i := range tasks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i] = runTask(ctx, c, tasks[i])
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// runTask evicts or deletes one pod. Every call is bound to the pod's UID,
+// so a pod recreated under the same name (a StatefulSet's) is never hit by
+// a decision made about its predecessor.
+func runTask(ctx context.Context, c client.Client, t task) taskResult {
+	if t.force {
+		return deletePod(ctx, c, t.pod, true)
+	}
+	uid := t.pod.UID
+	eviction := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: t.pod.Namespace, Name: t.pod.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	}
+	err := c.SubResource("eviction").Create(ctx, t.pod.DeepCopy(), eviction)
+	switch {
+	case err == nil:
+		return taskResult{out: outEvicted}
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return taskResult{out: outGone}
+	case apierrors.IsTooManyRequests(err):
+		if !t.deleteIfRefused {
+			return taskResult{out: outBlocked, refused: true, err: err}
+		}
+		r := deletePod(ctx, c, t.pod, false)
+		r.refused = true
+		return r
+	default:
+		return taskResult{out: outFailed, err: err}
+	}
+}
+
+// deletePod deletes the pod, with grace period 0 when forced (the API server
+// then removes it at once, without waiting for the kubelet) and with the
+// pod's own grace period otherwise.
+func deletePod(ctx context.Context, c client.Client, pod *corev1.Pod, force bool) taskResult {
+	uid := pod.UID
+	opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
+	if force {
+		opts = append(opts, client.GracePeriodSeconds(0))
+	}
+	err := c.Delete(ctx, pod.DeepCopy(), opts...)
+	switch {
+	case err == nil:
+		return taskResult{out: outDeleted}
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return taskResult{out: outGone}
+	default:
+		return taskResult{out: outFailed, err: err}
+	}
+}

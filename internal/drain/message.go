@@ -1,0 +1,113 @@
+package drain
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// maxNamed is how many pods a message names before it only counts them:
+// the message is one line of a Machine's status.
+const maxNamed = 3
+
+// report collects what a Step saw and did, for its message.
+type report struct {
+	// terminating pods that must leave and are being deleted.
+	terminating int
+	// blocked pods, by namespace/name.
+	blocked []string
+	// firstErr is the first failure, with its pod.
+	firstErr string
+	// still are the IDs of the pending volume wait still attached.
+	still []string
+	// gaveUp says which volume wait timed out this Step.
+	gaveUp string
+}
+
+// failure records a failed task's error, keeping the first.
+func (r *report) failure(pod *corev1.Pod, tr taskResult) {
+	if tr.out == outFailed && r.firstErr == "" {
+		r.firstErr = fmt.Sprintf("%s: %v", podKey(pod), tr.err)
+	}
+}
+
+// render builds the Step's message, e.g. "evicted 3 pods, 2 blocked by
+// PodDisruptionBudget (attempt 4/10: db/a, db/b), waiting for volume vol-1
+// of db/pg-0 to detach".
+func (r *report) render(res Result, status *v1alpha1.DrainStatus, opts Options, p plan) string {
+	var parts []string
+	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
+	switch {
+	case opts.Force && res.Deleted > 0:
+		add("force-deleted %s", pods(res.Deleted))
+	case res.Deleted > 0:
+		add("deleted %s after %d refused eviction rounds", pods(res.Deleted), status.Attempts)
+	}
+	if res.Evicted > 0 {
+		add("evicted %s", pods(res.Evicted))
+	}
+	if len(r.blocked) > 0 {
+		add("%d blocked by PodDisruptionBudget (attempt %d/%d: %s)", len(r.blocked), status.Attempts, opts.MaxEvictRetries, names(r.blocked))
+	}
+	if res.Failed > 0 {
+		add("%d failed (%s)", res.Failed, r.firstErr)
+	}
+	if r.gaveUp != "" {
+		parts = append(parts, r.gaveUp)
+	}
+	// A wait for a pod alone (no volume attached) is worth naming only
+	// while it holds another pod back; the count of terminating pods
+	// covers it otherwise.
+	if w := status.VolumeWait; w != nil && (len(r.still) > 0 || p.holdsBack(w.Pod)) {
+		if len(r.still) == 0 {
+			add("waiting for %s before the next pod with volumes", waitSubject(w.Pod, r.still))
+		} else {
+			add("waiting for %s", waitSubject(w.Pod, r.still))
+		}
+	}
+	if r.terminating > 0 {
+		add("%s terminating", pods(r.terminating))
+	}
+	if res.Done {
+		msg := "drained"
+		if len(p.stays) > 0 {
+			msg += fmt.Sprintf(" (%d DaemonSet or mirror %s)", len(p.stays), plural(len(p.stays), "pod stays", "pods stay"))
+		}
+		parts = append(parts, msg)
+	} else if len(parts) == 0 {
+		add("%s left", pods(res.Remaining))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// waitSubject describes a volume wait: its volumes still attached, or the
+// pod when none is attached and only the pod's termination is awaited.
+func waitSubject(pod string, still []string) string {
+	if len(still) == 0 {
+		return pod + " to terminate"
+	}
+	return fmt.Sprintf("%s %s of %s to detach", plural(len(still), "volume", "volumes"), names(still), pod)
+}
+
+// names lists up to maxNamed names and counts the rest.
+func names(list []string) string {
+	if len(list) <= maxNamed {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:maxNamed], ", "), len(list)-maxNamed)
+}
+
+// pods is "1 pod" or "n pods".
+func pods(n int) string {
+	return fmt.Sprintf("%d %s", n, plural(n, "pod", "pods"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

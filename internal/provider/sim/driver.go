@@ -1,0 +1,417 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// CSIDriverName is the CSI driver of the sim's volumes: GetVolumeIDs
+// recognises persistent volumes of this driver and no others.
+const CSIDriverName = "sim.millwright.dev"
+
+// call is what every class-bound driver call starts with: the outage
+// switch, the context, the request's Machine and class, the providerSpec.
+type call struct {
+	machine *v1alpha1.Machine
+	class   *v1alpha1.MachineClass
+	spec    *classSpec
+	key     string // the Machine's namespace/name
+}
+
+func (s *Sim) begin(ctx context.Context, m *v1alpha1.Machine, mc *v1alpha1.MachineClass, needMachine bool) (*call, error) {
+	if s.cloud.Outage() {
+		return nil, driver.Errorf(driver.Unavailable, "the sim cloud is in an outage (switched on through its admin endpoint); try again later")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(err)
+	}
+	c := &call{machine: m, class: mc}
+	if needMachine {
+		if m == nil {
+			return nil, driver.Errorf(driver.InvalidArgument, "machine: must be set")
+		}
+		if m.Name == "" {
+			return nil, driver.Errorf(driver.InvalidArgument, "machine.metadata.name: must not be empty: it names the VM")
+		}
+		c.key = machineKey(m.Namespace, m.Name)
+	}
+	if mc == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "machineClass: must be set")
+	}
+	if mc.Name == "" {
+		return nil, driver.Errorf(driver.InvalidArgument, "machineClass.metadata.name: must not be empty: VMs are tagged with it")
+	}
+	_, cs, err := parseProviderSpec(mc.Spec.ProviderSpec.Raw)
+	if err != nil {
+		return nil, err
+	}
+	c.spec = cs
+	s.cloud.recordClass(c.namespace(), mc)
+	return c, nil
+}
+
+// namespace is the Machine's namespace, or the class's when the call has
+// no Machine: a Machine's class lives in the Machine's namespace.
+func (c *call) namespace() string {
+	if c.machine != nil {
+		return c.machine.Namespace
+	}
+	return c.class.Namespace
+}
+
+// CreateMachine creates the Machine's VM, or returns the one it already
+// has: one Machine name never gets two VMs.
+func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineRequest) (*driver.CreateMachineResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	c, err := s.begin(ctx, req.Machine, req.MachineClass, true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.fault(ctx, c.spec, opCreate, c.key)
+	if err != nil {
+		return nil, err
+	}
+	if v.err != nil && !v.afterEffect {
+		return nil, v.err
+	}
+	s.cloud.mu.Lock()
+	vm, created, err := s.cloud.createLocked(createParams{
+		namespace: c.machine.Namespace, machine: c.machine.Name, class: c.class.Name,
+		spec: c.spec, raw: c.class.Spec.ProviderSpec.Raw, nodeTemplate: c.class.Spec.NodeTemplate,
+		userDataSHA: userDataHash(req.Secret),
+	})
+	var out VM
+	if err == nil {
+		out = vm.clone()
+	}
+	s.cloud.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.cloud.changed(out.NodeName, out.BootAt.Sub(s.clock.Now()))
+		s.cloud.dirty()
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	return &driver.CreateMachineResponse{
+		ProviderID:     out.ProviderID,
+		NodeName:       out.NodeName,
+		LastKnownState: encodeState(&out, "Created"),
+		Addresses:      addresses(&out),
+	}, nil
+}
+
+// InitializeMachine marks the Machine's VM initialized.
+func (s *Sim) InitializeMachine(ctx context.Context, req *driver.InitializeMachineRequest) (*driver.InitializeMachineResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	c, err := s.begin(ctx, req.Machine, req.MachineClass, true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.fault(ctx, c.spec, opInitialize, c.key)
+	if err != nil {
+		return nil, err
+	}
+	if v.err != nil && !v.afterEffect {
+		return nil, v.err
+	}
+	s.cloud.mu.Lock()
+	vm := s.cloud.targetLocked(c.machine)
+	var out VM
+	if vm != nil {
+		vm.Initialized = true
+		out = vm.clone()
+	}
+	s.cloud.mu.Unlock()
+	if vm == nil {
+		return nil, driver.Errorf(driver.NotFound, "Machine %s has no VM to initialize", c.key)
+	}
+	s.cloud.dirty()
+	if v.err != nil {
+		return nil, v.err
+	}
+	return &driver.InitializeMachineResponse{ProviderID: out.ProviderID, NodeName: out.NodeName}, nil
+}
+
+// DeleteMachine deletes the Machine's VM. A Machine without a VM is OK.
+func (s *Sim) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	c, err := s.begin(ctx, req.Machine, req.MachineClass, true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.fault(ctx, c.spec, opDelete, c.key)
+	if err != nil {
+		return nil, err
+	}
+	if v.err != nil && !v.afterEffect {
+		return nil, v.err
+	}
+	s.cloud.mu.Lock()
+	var victims []*VM
+	if vm := s.cloud.vmByProviderIDLocked(c.machine.Spec.ProviderID); vm != nil && machineKey(vm.Namespace, vm.MachineName) == c.key {
+		// The Machine names its VM: delete that one; other VMs claiming
+		// the Machine are orphans for the orphan collection to judge.
+		victims = []*VM{vm}
+	} else {
+		for _, id := range s.cloud.byMachine[c.key] {
+			victims = append(victims, s.cloud.vms[id])
+		}
+	}
+	state := `{"state":"Deleted"}`
+	for _, vm := range victims {
+		s.cloud.removeLocked(vm)
+		state = encodeState(vm, "Deleted")
+	}
+	s.cloud.mu.Unlock()
+	for _, vm := range victims {
+		s.cloud.changed(vm.NodeName, 0)
+	}
+	if len(victims) > 0 {
+		s.cloud.dirty()
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	return &driver.DeleteMachineResponse{LastKnownState: state}, nil
+}
+
+// GetMachineStatus reports the Machine's VM: NotFound without one,
+// OutOfRange when several claim the Machine, Uninitialized before
+// InitializeMachine ran.
+func (s *Sim) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	c, err := s.begin(ctx, req.Machine, req.MachineClass, true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.fault(ctx, c.spec, opGetStatus, c.key)
+	if err != nil {
+		return nil, err
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	vms := s.cloud.MachineVMs(c.machine.Namespace, c.machine.Name)
+	switch {
+	case len(vms) == 0:
+		return nil, driver.Errorf(driver.NotFound, "Machine %s has no VM", c.key)
+	case len(vms) > 1:
+		ids := make([]string, len(vms))
+		for i := range vms {
+			ids[i] = vms[i].ProviderID
+		}
+		return nil, driver.Errorf(driver.OutOfRange, "%d VMs claim Machine %s: %s", len(vms), c.key, strings.Join(ids, ", "))
+	case !vms[0].Initialized:
+		return nil, driver.Errorf(driver.Uninitialized, "VM %s of Machine %s exists but is not initialized", vms[0].ProviderID, c.key)
+	}
+	return &driver.GetMachineStatusResponse{
+		ProviderID: vms[0].ProviderID,
+		NodeName:   vms[0].NodeName,
+		Addresses:  addresses(&vms[0]),
+	}, nil
+}
+
+// ListMachines lists the VMs tagged with the class: providerID -> the
+// name of the Machine each was made for.
+func (s *Sim) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	c, err := s.begin(ctx, nil, req.MachineClass, false)
+	if err != nil {
+		return nil, err
+	}
+	ck := machineKey(c.class.Namespace, c.class.Name)
+	v, err := s.fault(ctx, c.spec, opList, ck)
+	if err != nil {
+		return nil, err
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	s.cloud.mu.RLock()
+	list := make(map[string]string, len(s.cloud.byClass[ck]))
+	for id := range s.cloud.byClass[ck] {
+		vm := s.cloud.vms[id]
+		list[vm.ProviderID] = vm.MachineName
+	}
+	s.cloud.mu.RUnlock()
+	return &driver.ListMachinesResponse{MachineList: list}, nil
+}
+
+// GetVolumeIDs returns the volume handles of the sim's CSI volumes and
+// leaves out every other kind of volume.
+func (s *Sim) GetVolumeIDs(ctx context.Context, req *driver.GetVolumeIDsRequest) (*driver.GetVolumeIDsResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	if s.cloud.Outage() {
+		return nil, driver.Errorf(driver.Unavailable, "the sim cloud is in an outage (switched on through its admin endpoint); try again later")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, ctxError(err)
+	}
+	ids := []string{}
+	for i, spec := range req.PVSpecs {
+		if spec == nil {
+			return nil, driver.Errorf(driver.InvalidArgument, "pvSpecs[%d]: must not be null", i)
+		}
+		csi := spec.CSI
+		if csi == nil || csi.Driver != CSIDriverName {
+			continue
+		}
+		if csi.VolumeHandle == "" {
+			return nil, driver.Errorf(driver.InvalidArgument, "pvSpecs[%d].csi.volumeHandle: must not be empty for driver %s", i, CSIDriverName)
+		}
+		ids = append(ids, csi.VolumeHandle)
+	}
+	return &driver.GetVolumeIDsResponse{VolumeIDs: ids}, nil
+}
+
+// UpdateMachine applies the class's tags to the VM: tags the last applied
+// providerSpec had and the class dropped are removed, tags someone else
+// put on the VM are kept. It records the providerSpec as applied.
+func (s *Sim) UpdateMachine(ctx context.Context, req *driver.UpdateMachineRequest) (*driver.UpdateMachineResponse, error) {
+	if req == nil {
+		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
+	}
+	c, err := s.begin(ctx, req.Machine, req.MachineClass, true)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.fault(ctx, c.spec, opUpdate, c.key)
+	if err != nil {
+		return nil, err
+	}
+	if v.err != nil && !v.afterEffect {
+		return nil, v.err
+	}
+	// The last applied spec only tells which tags the class owned; one that
+	// no longer decodes owned none.
+	var lastTags map[string]string
+	if last, _, err := parseProviderSpec(req.LastAppliedProviderSpec.Raw); err == nil {
+		lastTags = last.Tags
+	}
+	s.cloud.mu.Lock()
+	vm := s.cloud.vmByProviderIDLocked(req.ProviderID)
+	if req.ProviderID == "" {
+		vm = s.cloud.targetLocked(c.machine)
+	}
+	if vm != nil && machineKey(vm.Namespace, vm.MachineName) != c.key {
+		s.cloud.mu.Unlock()
+		return nil, driver.Errorf(driver.InvalidArgument, "VM %s belongs to Machine %s/%s, not %s", req.ProviderID, vm.Namespace, vm.MachineName, c.key)
+	}
+	if vm != nil {
+		tags := cloneMap(vm.Tags)
+		if tags == nil {
+			tags = map[string]string{}
+		}
+		for k := range lastTags {
+			if _, keep := c.spec.tags[k]; !keep {
+				delete(tags, k)
+			}
+		}
+		for k, val := range c.spec.tags {
+			tags[k] = val
+		}
+		vm.Tags = cloneMap(tags)
+		vm.AppliedProviderSpec = compactJSON(c.class.Spec.ProviderSpec.Raw)
+		vm.Updates++
+	}
+	s.cloud.mu.Unlock()
+	if vm == nil {
+		return nil, driver.Errorf(driver.NotFound, "Machine %s has no VM %s to update", c.key, req.ProviderID)
+	}
+	s.cloud.dirty()
+	if v.err != nil {
+		return nil, v.err
+	}
+	return &driver.UpdateMachineResponse{}, nil
+}
+
+// GetPluginInfo names the driver and lists every optional method: the sim
+// implements them all. It answers even during an outage, as it describes
+// the driver, not the cloud.
+func (s *Sim) GetPluginInfo(context.Context, *driver.GetPluginInfoRequest) (*driver.GetPluginInfoResponse, error) {
+	return &driver.GetPluginInfoResponse{
+		Name:       s.name,
+		Version:    Version,
+		Implements: slices.Clone(driver.OptionalMethods),
+	}, nil
+}
+
+// targetLocked is the VM a call about the Machine acts on: the one its
+// providerID or lastKnownState names, else the oldest that claims it.
+func (c *Cloud) targetLocked(m *v1alpha1.Machine) *VM {
+	key := machineKey(m.Namespace, m.Name)
+	ids := c.byMachine[key]
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, hint := range []string{idFromProviderID(m.Spec.ProviderID), decodeState(m.Status.LastKnownState).VM} {
+		if hint != "" && slices.Contains(ids, hint) {
+			return c.vms[hint]
+		}
+	}
+	return c.vms[ids[0]]
+}
+
+func (c *Cloud) vmByProviderIDLocked(providerID string) *VM {
+	id := idFromProviderID(providerID)
+	if id == "" {
+		return nil
+	}
+	vm := c.vms[id]
+	if vm == nil || vm.ProviderID != providerID {
+		return nil
+	}
+	return vm
+}
+
+// idFromProviderID returns the VM ID of a sim providerID
+// (sim://region/zone/vm-id), or "".
+func idFromProviderID(providerID string) string {
+	rest, ok := strings.CutPrefix(providerID, "sim://")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+func addresses(vm *VM) []v1alpha1.MachineAddress {
+	return []v1alpha1.MachineAddress{
+		{Type: v1alpha1.MachineInternalIP, Address: vm.InternalIP},
+		{Type: v1alpha1.MachineHostName, Address: vm.NodeName},
+	}
+}
+
+func userDataHash(secret *corev1.Secret) string {
+	if secret == nil || len(secret.Data["userData"]) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(secret.Data["userData"])
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,468 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// KwokNodeAnnotation marks the Nodes the kwok started by StartKwok manages:
+// it plays their kubelet (Ready Node, heartbeats, Running pods, deleting
+// pods whose deletion started). Nodes without it are left alone.
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// KwokNodeAnnotationValue is the value of KwokNodeAnnotation kwok selects.
+const KwokNodeAnnotationValue = "fake"
+
+// StartKwok runs bin/kwok against the control plane, managing the Nodes
+// annotated KwokNodeAnnotation=KwokNodeAnnotationValue. dir (which must
+// exist) receives its kubeconfig, configuration and log (kwok.log).
+//
+// kwok v0.8.0 has no stages built in (it exits with "no stages found"), so
+// it is given the upstream "fast" Node and pod stages in its --config.
+// StartKwok returns once kwok has made a probe Node Ready, so a test's
+// first Node is not raced against kwok's start. Stop the process with Stop,
+// e.g. in t.Cleanup.
+func (e *Env) StartKwok(ctx context.Context, dir string) (*Process, error) {
+	kubeconfig, err := e.WriteKubeconfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("writing kubeconfig for kwok: %w", err)
+	}
+	config := filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(config, []byte(kwokConfig), 0o600); err != nil {
+		return nil, err
+	}
+	p, err := startProcess(filepath.Join(e.Root, "bin", "kwok"), filepath.Join(dir, "kwok.log"), []string{
+		"--kubeconfig=" + kubeconfig,
+		"--config=" + config,
+		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=" + KwokNodeAnnotationValue,
+	},
+		// kwok also reads ~/.kwok/kwok.yaml when it exists; a private HOME
+		// keeps a developer's own kwok configuration out of the tests.
+		"HOME="+dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.probeKwok(ctx, p); err != nil {
+		_ = p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// probeKwok waits until kwok makes a fresh Node Ready, then deletes it.
+func (e *Env) probeKwok(ctx context.Context, p *Process) error {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name:        "kwok-probe-" + rand.String(6),
+		Annotations: map[string]string{KwokNodeAnnotation: KwokNodeAnnotationValue},
+	}}
+	if err := e.Client.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating kwok probe node: %w", err)
+	}
+	defer func() { _ = client.IgnoreNotFound(e.Client.Delete(context.Background(), node)) }()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if exited, err := p.Exited(); exited {
+			return false, fmt.Errorf("kwok exited: %v", err)
+		}
+		got := &corev1.Node{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(node), got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return NodeReady(got), nil
+	})
+	if err != nil {
+		return fmt.Errorf("kwok did not make node %s Ready: %w\nkwok log:\n%s", node.Name, err, p.LogTail(20))
+	}
+	return nil
+}
+
+// NodeReady reports whether the Node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Process is a control-plane component started for tests, with its output
+// in a log file.
+type Process struct {
+	// Log is the path of the file receiving the process's stdout and stderr.
+	Log string
+
+	cmd      *exec.Cmd
+	done     chan struct{}
+	err      error // the exit status; set before done closes
+	stopOnce sync.Once
+}
+
+// startProcess starts path with args, its output appended to log, and env
+// added to the test's environment.
+func startProcess(path, log string, args []string, env ...string) (*Process, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make tools` first", path)
+	}
+	out, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	// Not exec.CommandContext: the process lives until Stop, not until
+	// whichever context happened to start it ends.
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		_ = out.Close()
+		return nil, fmt.Errorf("starting %s: %w", filepath.Base(path), err)
+	}
+	p := &Process{Log: log, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = out.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the process has exited, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop terminates the process: SIGTERM, then SIGKILL if it has not exited
+// after ten seconds. It returns once the process is gone; calling it again
+// does nothing.
+func (p *Process) Stop() error {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return nil
+}
+
+// LogTail returns the last n lines of the process's log, for error messages.
+func (p *Process) LogTail(n int) string {
+	data, err := os.ReadFile(p.Log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// kwokConfig is kwok's configuration: explicit parallelism, Node leases (so
+// a kube-controller-manager's node-lifecycle controller would see the Nodes
+// alive), and the upstream kwok v0.8.0 stages from kustomize/stage:
+// node/fast (node-initialize), node/heartbeat (node-heartbeat) and pod/fast
+// (pod-ready, pod-complete, pod-delete). The only change from upstream is
+// `""` written as "\"\"", because a Go raw string cannot hold a backquote.
+const kwokConfig = `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodeLeaseDurationSeconds: 40
+  podPlayStageParallelism: 4
+  nodePlayStageParallelism: 2
+  nodeLeaseParallelism: 2
+  podsOnNodeSyncParallelism: 2
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-initialize
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values:
+      - 'True'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $lastTransitionTime := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type  | Quote}}
+      {{ end }}
+
+      {{ $hasInternalIP := false }}
+      {{ $hasHostname := false }}
+      {{ range .status.addresses }}
+        {{ if eq .type "InternalIP" }}
+          {{ $hasInternalIP = true }}
+        {{ end }}
+        {{ if eq .type "Hostname" }}
+          {{ $hasHostname = true }}
+        {{ end }}
+      {{ end }}
+      {{ if or (not $hasInternalIP) (not $hasHostname) }}
+      addresses:
+      {{ end }}
+      {{ if not $hasInternalIP }}
+      {{ with NodeIP }}
+      - address: {{ . | Quote }}
+        type: InternalIP
+      {{ end }}
+      {{ end }}
+      {{ if not $hasHostname }}
+      {{ with NodeName }}
+      - address: {{ . | Quote }}
+        type: Hostname
+      {{ end }}
+      {{ end }}
+
+      {{ with NodePort }}
+      daemonEndpoints:
+        kubeletEndpoint:
+          Port: {{ . }}
+      {{ end }}
+
+      allocatable:
+      {{ with .status.allocatable }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: 1k
+        memory: 1Ti
+        pods: 1M
+      {{ end }}
+      capacity:
+      {{ with .status.capacity }}
+      {{ YAML . 1 }}
+      {{ else }}
+        cpu: 1k
+        memory: 1Ti
+        pods: 1M
+      {{ end }}
+
+      {{ $nodeInfo := .status.nodeInfo }}
+      {{ $kwokVersion := printf "kwok-%s" Version }}
+      nodeInfo:
+        architecture: {{ or $nodeInfo.architecture "amd64" }}
+        bootID: {{ or $nodeInfo.bootID "\"\"" }}
+        containerRuntimeVersion: {{ or $nodeInfo.containerRuntimeVersion $kwokVersion }}
+        kernelVersion: {{ or $nodeInfo.kernelVersion $kwokVersion }}
+        kubeProxyVersion: {{ or $nodeInfo.kubeProxyVersion $kwokVersion }}
+        kubeletVersion: {{ or $nodeInfo.kubeletVersion $kwokVersion }}
+        machineID: {{ or $nodeInfo.machineID "\"\"" }}
+        operatingSystem: {{ or $nodeInfo.operatingSystem "linux" }}
+        osImage: {{ or $nodeInfo.osImage "\"\"" }}
+        systemUUID: {{ or $nodeInfo.systemUUID "\"\"" }}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-heartbeat
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values:
+      - 'True'
+  delay:
+    durationMilliseconds: 20000
+    jitterDurationMilliseconds: 25000
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $lastTransitionTime := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
+  immediateNextStage: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Pending'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values:
+      - 'True'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Initialized
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: Ready
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: ContainersReady
+      {{ range .spec.readinessGates }}
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "True"
+        type: {{ .conditionType | Quote }}
+      {{ end }}
+
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: true
+        restartCount: 0
+        {{ if eq .restartPolicy "Always" }}
+        started: true
+        state:
+          running:
+            startedAt: {{ $now | Quote }}
+        {{ else }}
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+        {{ end }}
+      {{ end }}
+      {{ $hostIPs := NodeIPsWith .spec.nodeName }}
+      {{ with $hostIPs }}
+      hostIP: {{ index . 0 | Quote }}
+      hostIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      {{ with $podIPs }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values:
+      - 'Job'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $root := . }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      {{ $origin := index $root.status.containerStatuses $index }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 0
+            finishedAt: {{ $now | Quote }}
+            reason: Completed
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  next:
+    delete: true
+`
