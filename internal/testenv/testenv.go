@@ -4,11 +4,9 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/repo"
 )
 
 // Env is a running control plane with Millwright's CRDs installed.
@@ -99,22 +98,5 @@ func (e *Env) WriteKubeconfig(dir string) (string, error) {
 	return path, os.WriteFile(path, data, 0o600)
 }
 
-// RepoRoot finds the repository root: the nearest directory upwards from
-// the working directory holding Millwright's go.mod.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.HasPrefix(string(data), "module github.com/millwright-dev/millwright\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("repository root (Millwright's go.mod) not found above the working directory")
-		}
-		dir = parent
-	}
-}
+// RepoRoot returns the repository root (see repo.Root).
+func RepoRoot() (string, error) { return repo.Root() }

@@ -103,7 +103,7 @@
 //     Node NotReady, the sim sets the label
 //     node-not-ready.stage.kwok.x-k8s.io=true (and the stage's reason and
 //     message annotations), which kwok v0.8.0's node-not-ready chaos Stage
-//     (kustomize/stage/node/chaos/node-not-ready.yaml, KwokNotReadyStage
+//     (kustomize/stage/node/chaos/node-not-ready.yaml,
 //     here) matches: after its 1-2s delay kwok reports Ready=False, and
 //     keeps doing so while the label is there, since the Stage's weight
 //     outranks node-initialize and heartbeat Stages that would make the

@@ -7,20 +7,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/kwok"
 )
 
 // Keys the sim puts on Nodes.
 const (
 	// KwokNodeAnnotation marks a Node for kwok (its default
 	// manageNodesWithAnnotationSelector is kwok.x-k8s.io/node=fake).
-	KwokNodeAnnotation = "kwok.x-k8s.io/node"
+	KwokNodeAnnotation = kwok.NodeAnnotation
 	// KwokTypeLabel "kwok" is the label kwok's examples select fake Nodes by.
 	KwokTypeLabel = "type"
 	// KwokNotReadyLabel "true" is what kwok's node-not-ready chaos Stage
 	// (kustomize/stage/node/chaos in kwok v0.8.0) matches: while it is on
 	// a Running Node, kwok reports the Node Ready=False. The sim sets it on
 	// the Nodes of killed and deleted VMs and of Nodes made NotReady.
-	KwokNotReadyLabel = "node-not-ready.stage.kwok.x-k8s.io"
+	KwokNotReadyLabel = kwok.NotReadyLabel
 	// kwokNotReadyPrefix starts the annotations that stage reads its delay,
 	// reason and message from.
 	kwokNotReadyPrefix = "node-not-ready.stage.kwok.x-k8s.io/"

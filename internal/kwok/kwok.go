@@ -1,0 +1,68 @@
+// Package kwok holds what Millwright's processes agree on about kwok, the
+// fake kubelet its demo and tests run: the keys of the Nodes it manages
+// and its configuration, with kwok v0.8.0's own Stages (see
+// stages/README.md), which every kwok run here uses.
+package kwok
+
+import (
+	"embed"
+	"strings"
+)
+
+const (
+	// NodeAnnotation, with the value NodeAnnotationValue, marks the Nodes kwok manages.
+	NodeAnnotation = "kwok.x-k8s.io/node"
+	// NodeAnnotationValue is the value of NodeAnnotation kwok selects.
+	NodeAnnotationValue = "fake"
+	// NotReadyLabel "true" on a managed Node makes kwok report it
+	// Ready=False (the node-not-ready Stage) until the label is removed.
+	NotReadyLabel = "node-not-ready.stage.kwok.x-k8s.io"
+	// NotReadyReasonAnnotation and NotReadyMessageAnnotation set the reason
+	// and message of that Ready=False condition.
+	NotReadyReasonAnnotation  = "node-not-ready.stage.kwok.x-k8s.io/reason"
+	NotReadyMessageAnnotation = "node-not-ready.stage.kwok.x-k8s.io/message"
+)
+
+// stages are kwok v0.8.0's own Stage manifests: kwok has none built in and
+// exits with "no stages found" without them.
+//
+//go:embed stages/*.yaml
+var stages embed.FS
+
+// stageFiles is the order the Stages are written into kwok's config.
+var stageFiles = []string{
+	"node-initialize.yaml",
+	"node-heartbeat-with-lease.yaml",
+	"node-not-ready.yaml",
+	"pod-ready.yaml",
+	"pod-complete.yaml",
+	"pod-delete.yaml",
+}
+
+// Config returns kwok's --config: Node Leases renewed as a kubelet does
+// (kube-controller-manager judges a Node's liveness by its Lease), explicit
+// parallelism, the pod IP range podCIDR (none if empty), then the Stages.
+func Config(podCIDR string) string {
+	options := `apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+`
+	if podCIDR != "" {
+		options += "  cidr: " + podCIDR + "\n"
+	}
+	options += `  nodeLeaseDurationSeconds: 40
+  nodeLeaseParallelism: 4
+  nodePlayStageParallelism: 4
+  podPlayStageParallelism: 4
+  podsOnNodeSyncParallelism: 2
+`
+	docs := []string{options}
+	for _, name := range stageFiles {
+		data, err := stages.ReadFile("stages/" + name)
+		if err != nil {
+			panic(err) // embedded at build time; cannot be missing
+		}
+		docs = append(docs, string(data))
+	}
+	return strings.Join(docs, "---\n")
+}

@@ -1,0 +1,21 @@
+package kwok
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigHasEveryStage(t *testing.T) {
+	cfg := Config("10.0.0.0/16")
+	for _, want := range []string{"cidr: 10.0.0.0/16", "name: node-initialize", "name: node-heartbeat-with-lease",
+		"name: node-not-ready", "name: pod-ready", "name: pod-complete", "name: pod-delete",
+		// The chaos Stage internal/provider/sim drives, by the keys it sets.
+		`.metadata.labels["` + NotReadyLabel + `"]`, `"` + NotReadyReasonAnnotation + `"`, `"` + NotReadyMessageAnnotation + `"`} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("kwok config lacks %q", want)
+		}
+	}
+	if strings.Contains(Config(""), "cidr:") {
+		t.Error("an empty pod CIDR must leave cidr out")
+	}
+}
