@@ -131,9 +131,10 @@ func (h *Harness) StartManager() {
 	r := &machine.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Target: mgr.GetClient(), TargetAPI: Env.Client,
-		Drivers:  map[string]driver.Driver{"sim": h.Sim},
-		Config:   h.Config,
-		Recorder: mgr.GetEventRecorder("machine-controller"),
+		Drivers:   map[string]driver.Driver{"sim": h.Sim},
+		Namespace: h.NS,
+		Config:    h.Config,
+		Recorder:  mgr.GetEventRecorder("machine-controller"),
 	}
 	if err := r.SetupWithManager(ctx, mgr, mgr, 4); err != nil {
 		h.T.Fatal(err)

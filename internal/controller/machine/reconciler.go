@@ -43,6 +43,9 @@ type Reconciler struct {
 	Config Config
 	// Recorder emits Events on Machines.
 	Recorder events.EventRecorder
+	// Namespace, when set, is the only namespace the manager watches;
+	// Nodes of Machines elsewhere are ignored.
+	Namespace string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 

@@ -61,8 +61,12 @@ func (s *scope) patch(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(s.original.Status, s.machine.Status) {
 		return nil
 	}
+	// The same resourceVersion on both sides keeps it out of the patch: the
+	// machine controller alone writes a Machine's status (one worker per
+	// Machine), so the last write is the right one and a conflict would
+	// only be noise.
 	base := s.original.DeepCopy()
-	base.ResourceVersion = ""
+	base.ResourceVersion = s.machine.ResourceVersion
 	return s.r.Client.Status().Patch(ctx, s.machine, client.MergeFrom(base))
 }
 

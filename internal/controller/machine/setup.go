@@ -75,6 +75,9 @@ func (r *Reconciler) classToMachines(ctx context.Context, o client.Object) []rec
 // annotations once synced, else by providerID.
 func (r *Reconciler) nodeToMachines(ctx context.Context, node *corev1.Node) []reconcile.Request {
 	if name, ns := node.Annotations[v1alpha1.NodeMachineAnnotation], node.Annotations[v1alpha1.NodeClusterNamespaceAnnotation]; name != "" && ns != "" {
+		if r.Namespace != "" && ns != r.Namespace {
+			return nil // another manager's Machine: our cache cannot even look it up
+		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 	}
 	if node.Spec.ProviderID == "" {

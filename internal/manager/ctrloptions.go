@@ -1,0 +1,62 @@
+package manager
+
+import (
+	"errors"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/millwright-dev/millwright/internal/cli"
+)
+
+// managerOptions maps the flags onto controller-runtime's options.
+func (o *Options) managerOptions(scheme *runtime.Scheme) ctrl.Options {
+	le := o.LeaderElection
+	leNamespace := le.Namespace
+	if leNamespace == "" {
+		leNamespace = o.Namespace // else controller-runtime uses the pod's namespace
+	}
+	opts := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
+		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
+		LeaderElection:                le.Enabled,
+		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
+		LeaderElectionNamespace:       leNamespace,
+		LeaderElectionID:              le.ID,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &le.LeaseDuration,
+		RenewDeadline:                 &le.RenewDeadline,
+		RetryPeriod:                   &le.RetryPeriod,
+	}
+	if o.Namespace != "" {
+		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+	}
+	return opts
+}
+
+// serviceAccountNamespace is where a pod finds its namespace; it is where
+// controller-runtime puts the Lease when no namespace is given.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+func inCluster() bool {
+	_, err := os.Stat(serviceAccountNamespace)
+	return err == nil
+}
+
+// checkLeaseNamespace refuses leader election with no namespace for the
+// Lease outside a pod, where controller-runtime's own error would not
+// name the flags to set.
+func (o *Options) checkLeaseNamespace(inCluster bool) error {
+	le := o.LeaderElection
+	if le.Enabled && le.Namespace == "" && o.Namespace == "" && !inCluster {
+		return &cli.UsageError{Err: errors.New("--leader-elect outside a cluster needs --leader-elect-namespace (or --namespace): there is no pod namespace to hold the Lease")}
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package manager
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/millwright-dev/millwright/internal/cli"
+)
+
+// nodeConditionPattern is the CRD's rule for spec.lifecycle.nodeConditions,
+// so a flag and a Machine accept the same names.
+var nodeConditionPattern = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`)
+
+// leaderElectionJitter is client-go's leaderelection.JitterFactor: it
+// refuses a renew deadline not above retry period × 1.2.
+const leaderElectionJitter = 1.2
+
+// Validate checks every flag at once and returns one line per problem,
+// each naming its flag, as a cli.UsageError; nil when all is well.
+func (o *Options) Validate() error {
+	v := &validator{}
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{
+		{"machine-creation-timeout", o.Machine.CreationTimeout},
+		{"machine-health-timeout", o.Machine.HealthTimeout},
+		{"machine-drain-timeout", o.Machine.DrainTimeout},
+		{"backoff-base", o.Machine.BackoffBase},
+		{"backoff-cap", o.Machine.BackoffCap},
+		{"long-backoff-base", o.Machine.LongBackoffBase},
+		{"long-backoff-cap", o.Machine.LongBackoffCap},
+		{"driver-call-timeout", o.Machine.DriverCallTimeout},
+		{"volume-detach-timeout", o.Machine.VolumeDetachTimeout},
+		{"unreachable-force-drain-after", o.Machine.UnreachableForceDrainAfter},
+		{"machine-health-resync", o.Machine.HealthResync},
+		{"driver-startup-timeout", o.DriverStartupTimeout},
+		{"driver-probe-timeout", o.DriverProbeTimeout},
+		{"leader-elect-lease-duration", o.LeaderElection.LeaseDuration},
+		{"leader-elect-renew-deadline", o.LeaderElection.RenewDeadline},
+		{"leader-elect-retry-period", o.LeaderElection.RetryPeriod},
+	} {
+		v.check(d.value > 0, d.flag, "must be a positive duration, got %s", d.value)
+	}
+	v.check(o.GracefulShutdownTimeout >= 0, "graceful-shutdown-timeout", "must not be negative, got %s", o.GracefulShutdownTimeout)
+	v.check(o.Machine.BackoffBase <= o.Machine.BackoffCap, "backoff-base",
+		"%s is longer than --backoff-cap %s", o.Machine.BackoffBase, o.Machine.BackoffCap)
+	v.check(o.Machine.LongBackoffBase <= o.Machine.LongBackoffCap, "long-backoff-base",
+		"%s is longer than --long-backoff-cap %s", o.Machine.LongBackoffBase, o.Machine.LongBackoffCap)
+
+	v.check(o.Machine.MaxEvictRetries >= 0, "max-evict-retries", "must not be negative, got %d", o.Machine.MaxEvictRetries)
+	v.check(o.Machine.MaxConcurrentReplacements >= 0, "max-concurrent-replacements", "must not be negative, got %d", o.Machine.MaxConcurrentReplacements)
+	for _, c := range o.Machine.NodeConditions {
+		v.check(nodeConditionPattern.MatchString(c) && len(c) <= 316, "node-conditions",
+			"%q is not a Node condition type such as KernelDeadlock: letters, digits, '-', '_' and '.', optionally prefixed by a DNS name and '/'", c)
+	}
+	for _, w := range []struct {
+		flag  string
+		value int
+	}{
+		{"machine-workers", o.Workers.Machine},
+		{"machineset-workers", o.Workers.MachineSet},
+		{"machinedeployment-workers", o.Workers.MachineDeployment},
+	} {
+		v.check(w.value >= 1, w.flag, "must be at least 1, got %d", w.value)
+	}
+	v.check(o.KubeAPIQPS > 0, "kube-api-qps", "must be positive, got %g", o.KubeAPIQPS)
+	v.check(o.KubeAPIBurst >= 1, "kube-api-burst", "must be at least 1, got %d", o.KubeAPIBurst)
+	if o.Namespace != "" {
+		v.dnsLabel("namespace", o.Namespace)
+	}
+	o.validateDrivers(v)
+	o.validateLeaderElection(v)
+	v.address("metrics-bind-address", o.MetricsBindAddress, true)
+	v.address("health-probe-bind-address", o.HealthProbeBindAddress, true)
+	v.address("pprof-bind-address", o.PprofBindAddress, false)
+
+	if len(v.errs) == 0 {
+		return nil
+	}
+	return &cli.UsageError{Err: errors.Join(v.errs...)}
+}
+
+func (o *Options) validateDrivers(v *validator) {
+	seen := map[string]bool{}
+	for _, d := range o.Drivers {
+		if !v.dnsLabel("driver", d.Name) {
+			continue
+		}
+		v.check(!seen[d.Name], "driver", "%q is given twice: one driver per name", d.Name)
+		seen[d.Name] = true
+		if d.Endpoint != InProcessSim {
+			if err := cli.CheckEndpoint(d.Endpoint, false); err != nil {
+				v.check(false, "driver", "%s: %v (or %s)", d.Name, err, InProcessSim)
+			}
+		}
+	}
+}
+
+func (o *Options) validateLeaderElection(v *validator) {
+	le := o.LeaderElection
+	v.check(le.RenewDeadline < le.LeaseDuration, "leader-elect-renew-deadline",
+		"%s must be shorter than --leader-elect-lease-duration %s", le.RenewDeadline, le.LeaseDuration)
+	v.check(float64(le.RenewDeadline) > leaderElectionJitter*float64(le.RetryPeriod), "leader-elect-retry-period",
+		"%s is too long: --leader-elect-renew-deadline %s must be more than %g times it", le.RetryPeriod, le.RenewDeadline, leaderElectionJitter)
+	if le.Namespace != "" {
+		v.dnsLabel("leader-elect-namespace", le.Namespace)
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(le.ID) {
+		v.check(false, "leader-elect-id", "%q is not a valid Lease name: %s", le.ID, msg)
+	}
+}
+
+// validator collects problems, one error per problem.
+type validator struct{ errs []error }
+
+func (v *validator) check(ok bool, flag, format string, args ...any) {
+	if !ok {
+		v.errs = append(v.errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+	}
+}
+
+func (v *validator) dnsLabel(flag, value string) bool {
+	msgs := validation.IsDNS1123Label(value)
+	for _, msg := range msgs {
+		v.check(false, flag, "%q is not a valid name: %s", value, msg)
+	}
+	return len(msgs) == 0
+}
+
+func (v *validator) address(flag, addr string, zeroDisables bool) {
+	if err := cli.CheckListenAddress(addr, zeroDisables); err != nil {
+		v.check(false, flag, "%v", err)
+	}
+}

@@ -1,0 +1,76 @@
+package simserver
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/internal/provider/sim"
+)
+
+// AddFlags defines every flag on fs, bound to o; o's values are the defaults.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "where to serve the driver: unix:///path.sock or tcp://host:port (default $MILLWRIGHT_DRIVER_ENDPOINT)")
+	fs.StringVar(&o.AdminAddress, "admin-address", o.AdminAddress, "address of the admin HTTP API (faults, outages, VM listing); empty: off")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cluster the Nodes register in; empty: $KUBECONFIG, in-cluster, ~/.kube/config")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to the API server")
+	fs.StringVar(&o.NodeMode, "node-mode", o.NodeMode, "kwok (a running kwok keeps the Nodes Ready) or builtin (the sim does)")
+	fs.IntVar(&o.NodeWorkers, "node-workers", o.NodeWorkers, "Nodes registered and updated concurrently")
+	fs.DurationVar(&o.NodeResync, "node-resync", o.NodeResync, "check every live VM's Node again this often")
+	fs.StringVar(&o.SnapshotPath, "snapshot", o.SnapshotPath, "JSON file keeping the cloud across restarts; empty: memory only")
+	fs.StringVar(&o.Name, "name", o.Name, "the driver's name, as MachineClass spec.provider names it")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text or json")
+}
+
+// NewCommand returns the millwright-sim command; logs go to logOut. Execute
+// it with ExecuteContext: the context's end is the graceful shutdown.
+// Errors are returned, not printed; a bad command line is a cli.UsageError.
+func NewCommand(logOut io.Writer) *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:   "millwright-sim",
+		Short: "Run the simulated cloud as a driver plugin",
+		Long: `millwright-sim is Millwright's simulated cloud as its own program: it serves
+the "` + sim.DefaultName + `" driver over gRPC at --endpoint, an admin HTTP API at
+--admin-address, and registers its VMs' Nodes in the cluster of --kubeconfig.`,
+		Example:       `  millwright-sim --endpoint unix:///tmp/sim.sock --node-mode builtin --snapshot /tmp/sim.json`,
+		Args:          cli.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			log := newLogger(logOut, o)
+			// pkg/driver's server logs through the default logger.
+			slog.SetDefault(log)
+			return Run(cmd.Context(), o, log)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
+	return cmd
+}
+
+func newLogger(w io.Writer, o *Options) *slog.Logger {
+	level, _ := parseLevel(o.LogLevel) // checked by Validate
+	opts := &slog.HandlerOptions{Level: level}
+	if o.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
