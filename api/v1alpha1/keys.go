@@ -19,6 +19,12 @@ const (
 	TemplateHashLabel = GroupName + "/template-hash"
 	// RevisionAnnotation on a MachineSet is the MachineDeployment revision it belongs to.
 	RevisionAnnotation = GroupName + "/revision"
+	// DesiredReplicasAnnotation on a MachineSet is its deployment's replicas when it was last scaled (rollout bookkeeping).
+	DesiredReplicasAnnotation = GroupName + "/desired-replicas"
+	// MaxReplicasAnnotation on a MachineSet is its deployment's replicas + maxSurge when last scaled: the base of proportional scaling.
+	MaxReplicasAnnotation = GroupName + "/max-replicas"
+	// SupersededAtAnnotation on an OnDelete deployment's MachineSet is when it stopped being the newest.
+	SupersededAtAnnotation = GroupName + "/superseded-at"
 
 	// DeleteMachineAnnotation marks a Machine to be removed first on scale-down (set by the cluster-autoscaler).
 	DeleteMachineAnnotation = GroupName + "/delete-machine"

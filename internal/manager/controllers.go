@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
 )
 
@@ -39,6 +40,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller")}
 	if err := ms.SetupWithManager(ctx, mgr, o.Workers.MachineSet); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
+	}
+	md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
+	if err := md.SetupWithManager(ctx, mgr, o.Workers.MachineDeployment); err != nil {
+		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
 	return nil
 }

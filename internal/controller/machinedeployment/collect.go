@@ -1,0 +1,143 @@
+package machinedeployment
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// collect finds the deployment's MachineSets — adopting orphans its
+// selector matches and releasing owned sets it no longer matches — and
+// their Machines. It stops the reconcile while the cache does not yet show
+// this controller's own last writes.
+func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, error) {
+	sel, err := s.md.Spec.Selector.AsSelector()
+	if err != nil {
+		// The API server validates selectors; this is a bug, not a retry.
+		s.event(corev1.EventTypeWarning, "InvalidSelector", "spec.selector: "+err.Error())
+		s.stop = true
+		return reconcile.Result{}, nil
+	}
+	s.selector = sel
+	if s.surge, s.unavailable, err = fenceposts(s.md); err != nil {
+		s.event(corev1.EventTypeWarning, "InvalidStrategy", err.Error())
+		s.stop = true
+		return reconcile.Result{}, nil
+	}
+
+	list := &v1alpha1.MachineSetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace)); err != nil {
+		return reconcile.Result{}, err
+	}
+	for i := range list.Items {
+		ms := &list.Items[i]
+		owner := metav1.GetControllerOf(ms)
+		matches := sel.Matches(labels.Set(ms.Labels))
+		switch {
+		case owner != nil && owner.UID == s.md.UID:
+			if !matches && !s.deleting {
+				if err := r.release(ctx, s, ms); err != nil {
+					return reconcile.Result{}, err
+				}
+				continue
+			}
+			s.sets = append(s.sets, ms)
+		case owner == nil && matches && !s.deleting && ms.DeletionTimestamp.IsZero():
+			if err := r.adopt(ctx, s, ms); err != nil {
+				return reconcile.Result{}, err
+			}
+			s.sets = append(s.sets, ms)
+		}
+	}
+	sort.SliceStable(s.sets, func(i, j int) bool { return olderSet(s.sets[i], s.sets[j]) })
+
+	if !r.expectations.satisfied(s.key, s.sets) {
+		// Our last writes are on their way to the cache; their watch events
+		// wake us, the requeue covers a lost one.
+		s.stop, s.skipStatus = true, true
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+
+	s.machines = map[types.UID][]*v1alpha1.Machine{}
+	for _, ms := range s.sets {
+		machines := &v1alpha1.MachineList{}
+		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace), client.MatchingFields{machineSetOwnerIndex: ms.Name}); err != nil {
+			return reconcile.Result{}, err
+		}
+		for i := range machines.Items {
+			if m := &machines.Items[i]; metav1.IsControlledBy(m, ms) {
+				s.machines[ms.UID] = append(s.machines[ms.UID], m)
+			}
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// olderSet orders sets by creation, then name, as Kubernetes orders
+// ReplicaSets.
+func olderSet(a, b *v1alpha1.MachineSet) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+func (r *Reconciler) adopt(ctx context.Context, s *scope, ms *v1alpha1.MachineSet) error {
+	base := ms.DeepCopy()
+	if err := controllerutil.SetControllerReference(s.md, ms, r.Client.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	s.log.Info("adopted MachineSet", "machineSet", ms.Name)
+	return nil
+}
+
+func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.MachineSet) error {
+	base := ms.DeepCopy()
+	refs := ms.OwnerReferences[:0]
+	for _, ref := range ms.OwnerReferences {
+		if ref.UID != s.md.UID {
+			refs = append(refs, ref)
+		}
+	}
+	ms.OwnerReferences = refs
+	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.log.Info("released MachineSet: the selector no longer matches it", "machineSet", ms.Name)
+	return nil
+}
+
+// classify splits the sets into the new one (the oldest whose template
+// makes the same Machines as the deployment's) and the old ones, and works
+// out the new set's revision.
+func (r *Reconciler) classify(_ context.Context, s *scope) (reconcile.Result, error) {
+	for _, ms := range s.sets {
+		if s.newSet == nil && ms.DeletionTimestamp.IsZero() && sameMachines(&ms.Spec.Template, &s.md.Spec.Template) {
+			s.newSet = ms
+			continue
+		}
+		s.oldSets = append(s.oldSets, ms)
+	}
+	current := int64(0)
+	if s.newSet != nil {
+		current = revisionOf(s.newSet.Annotations)
+	}
+	s.newRevision = newSetRevision(current, s.views(s.oldSets))
+	if s.newSet != nil {
+		setRevision(&s.md.Annotations, s.newRevision)
+	}
+	return reconcile.Result{}, nil
+}

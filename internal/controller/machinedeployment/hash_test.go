@@ -1,0 +1,85 @@
+package machinedeployment
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+func baseTemplate() *v1alpha1.MachineTemplateSpec {
+	return &v1alpha1.MachineTemplateSpec{
+		Metadata: v1alpha1.ObjectMeta{Labels: map[string]string{"pool": "web"}},
+		Spec:     v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: "small"}},
+	}
+}
+
+func TestTemplateHash(t *testing.T) {
+	base := templateHash(baseTemplate(), nil)
+	if !regexp.MustCompile(`^[bcdfghjklmnpqrstvwxz2456789]{1,10}$`).MatchString(base) {
+		t.Fatalf("hash %q is not a short safe string", base)
+	}
+	// Pinned: a MachineSet's name must not change between versions, or an
+	// upgrade would roll every fleet.
+	if base != "b6cc69768" {
+		t.Fatalf("hash of the base template is %q, was b6cc69768: every existing MachineSet would be replaced", base)
+	}
+
+	tests := []struct {
+		name string
+		edit func(*v1alpha1.MachineTemplateSpec)
+		same bool
+	}{
+		{"labels change in place", func(t *v1alpha1.MachineTemplateSpec) { t.Metadata.Labels["team"] = "a" }, true},
+		{"annotations change in place", func(t *v1alpha1.MachineTemplateSpec) {
+			t.Metadata.Annotations = map[string]string{"note": "x"}
+		}, true},
+		{"node template changes in place", func(t *v1alpha1.MachineTemplateSpec) {
+			t.Spec.NodeTemplate.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+			t.Spec.NodeTemplate.Metadata.Labels = map[string]string{"role": "web"}
+		}, true},
+		{"lifecycle changes in place", func(t *v1alpha1.MachineTemplateSpec) {
+			t.Spec.Lifecycle.HealthTimeout = &metav1.Duration{Duration: time.Minute}
+			t.Spec.Lifecycle.MaxEvictRetries = ptr.To[int32](3)
+		}, true},
+		{"class replaces", func(t *v1alpha1.MachineTemplateSpec) { t.Spec.Class.Name = "large" }, false},
+		{"failure domain replaces", func(t *v1alpha1.MachineTemplateSpec) { t.Spec.FailureDomain = "zone-b" }, false},
+		{"bootstrap replaces", func(t *v1alpha1.MachineTemplateSpec) {
+			t.Spec.Bootstrap.DataSecretName = ptr.To("boot")
+		}, false},
+		{"cluster name replaces", func(t *v1alpha1.MachineTemplateSpec) { t.Spec.ClusterName = "c2" }, false},
+		{"infrastructure ref replaces", func(t *v1alpha1.MachineTemplateSpec) {
+			t.Spec.Class = nil
+			t.Spec.InfrastructureRef = &v1alpha1.ContractReference{APIGroup: "infra.example", Kind: "SimMachine", Name: "a"}
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := baseTemplate()
+			tc.edit(edited)
+			got := templateHash(edited, nil)
+			if (got == base) != tc.same {
+				t.Errorf("hash %q vs base %q: same = %v, want %v", got, base, got == base, tc.same)
+			}
+			if sameMachines(edited, baseTemplate()) != tc.same {
+				t.Errorf("sameMachines = %v, want %v", !tc.same, tc.same)
+			}
+		})
+	}
+}
+
+func TestTemplateHashCollisionCount(t *testing.T) {
+	seen := map[string]bool{templateHash(baseTemplate(), nil): true}
+	for i := int32(0); i < 5; i++ {
+		h := templateHash(baseTemplate(), ptr.To(i))
+		if seen[h] {
+			t.Fatalf("collisionCount %d gives a hash already seen: %q", i, h)
+		}
+		seen[h] = true
+	}
+}

@@ -1,0 +1,25 @@
+package machinedeployment
+
+// The MachineDeployment controller's permissions, for `make generate` to
+// collect into config/rbac/role.yaml. Each rule lists only the verbs the
+// code uses; reads through the manager's cache need get, list and watch.
+//
+// Deployments are patched (revision annotations, spec.rollbackTo cleared).
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedeployments,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedeployments/status,verbs=patch
+//
+// MachineSets are created per template revision, patched (scaled, adopted,
+// released, in-place template fields) and deleted beyond the history limit.
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinesets,verbs=get;list;watch;create;patch;delete
+//
+// Machines are only counted; MachineClasses give the capacity annotations.
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machines;machineclasses,verbs=get;list;watch
+//
+// The MachineSets' owner reference to their deployment has
+// blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement
+// admission plugin (on in some clusters) allows only to who may update the
+// owner's finalizers.
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedeployments/finalizers,verbs=update
+//
+// Events on MachineDeployments (events.k8s.io/v1: created, then patched as a series).
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

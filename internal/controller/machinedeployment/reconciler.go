@@ -1,0 +1,133 @@
+package machinedeployment
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
+)
+
+// Reconciler reconciles MachineDeployments.
+type Reconciler struct {
+	// Client reads (from the cache) and writes the control cluster.
+	Client client.Client
+	// APIReader reads without a cache: a MachineSet whose name is taken
+	// but which the cache does not show yet. Nil means Client.
+	APIReader client.Reader
+	// Recorder emits Events on MachineDeployments.
+	Recorder events.EventRecorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	expectations expectations
+}
+
+// conflictRetry is how soon a reconcile that lost a write race runs again.
+const conflictRetry = 200 * time.Millisecond
+
+// Reconcile moves one MachineDeployment's rollout one step and records
+// where it stands.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	md := &v1alpha1.MachineDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.drop(req.String())
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	s := r.newScope(ctx, req.String(), md)
+
+	res, err := r.reconcileSteps(ctx, s)
+	if apierrors.IsConflict(err) {
+		// Someone wrote in between; decide again from what they wrote.
+		s.log.V(1).Info("write conflict, retrying", "error", err.Error())
+		res, err = reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	if s.skipStatus {
+		return res, err
+	}
+	res = requeue.Soonest(res, r.updateStatus(s))
+	if perr := s.patchDeployment(ctx); perr != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(perr)
+	}
+	if perr := s.patchStatus(ctx); perr != nil {
+		if apierrors.IsNotFound(perr) {
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
+	}
+	return res, err
+}
+
+// reconcileSteps runs the steps in order until one stops the reconcile.
+func (r *Reconciler) reconcileSteps(ctx context.Context, s *scope) (reconcile.Result, error) {
+	steps := []func(context.Context, *scope) (reconcile.Result, error){
+		r.collect,
+		r.syncAutoscaler,
+		r.rollback,
+		r.classify,
+		r.syncSets,
+		r.rollout,
+		r.cleanupHistory,
+	}
+	var res reconcile.Result
+	for _, step := range steps {
+		stepRes, err := step(ctx, s)
+		res = requeue.Soonest(res, stepRes)
+		if err != nil || s.stop {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) apiReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+func (r *Reconciler) newScope(ctx context.Context, key string, md *v1alpha1.MachineDeployment) *scope {
+	return &scope{
+		r:              r,
+		md:             md,
+		original:       md.DeepCopy(),
+		key:            key,
+		now:            r.now(),
+		log:            log.FromContext(ctx),
+		frozen:         md.Labels[v1alpha1.FrozenLabel] != "",
+		deleting:       !md.DeletionTimestamp.IsZero(),
+		classes:        map[string]*v1alpha1.MachineClass{},
+		classesMissing: map[string]bool{},
+	}
+}
+
+// intAnnotation reads a non-negative int32 annotation.
+func intAnnotation(annotations map[string]string, key string) (int32, bool) {
+	v, ok := annotations[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return int32(n), true
+}

@@ -1,0 +1,146 @@
+package machinedeployment
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// scope is everything one reconcile of one MachineDeployment knows and
+// changes. Steps change s.md and the sets; the reconciler writes the
+// deployment's status once, at the end.
+type scope struct {
+	r        *Reconciler
+	md       *v1alpha1.MachineDeployment
+	original *v1alpha1.MachineDeployment
+	key      string
+	now      time.Time
+	log      logr.Logger
+
+	selector           labels.Selector
+	surge, unavailable int32
+	frozen, deleting   bool
+	classes            map[string]*v1alpha1.MachineClass
+	classesMissing     map[string]bool
+	createdNewSet      bool
+	newRevision        int64
+	stop, skipStatus   bool
+
+	// sets are the owned MachineSets, oldest first, deleting ones included.
+	sets []*v1alpha1.MachineSet
+	// machines are each owned set's Machines, being deleted or not.
+	machines map[types.UID][]*v1alpha1.Machine
+	// newSet is the set of the current template; nil until it exists.
+	newSet *v1alpha1.MachineSet
+	// oldSets are the other owned sets, oldest first.
+	oldSets []*v1alpha1.MachineSet
+}
+
+// view is what the rollout arithmetic knows of ms.
+func (s *scope) view(ms *v1alpha1.MachineSet) setView {
+	v := setView{
+		Name: ms.Name, Revision: revisionOf(ms.Annotations), Created: ms.CreationTimestamp.Time,
+		Spec: ms.Spec.Replicas, Status: ms.Status.Replicas, Present: int32(len(s.machines[ms.UID])),
+		Available: ms.Status.AvailableReplicas,
+	}
+	if d, ok := intAnnotation(ms.Annotations, v1alpha1.DesiredReplicasAnnotation); ok {
+		v.Desired, v.HasDesired = d, true
+	}
+	v.MaxReplicas, _ = intAnnotation(ms.Annotations, v1alpha1.MaxReplicasAnnotation)
+	if !ms.DeletionTimestamp.IsZero() {
+		// Going away: it keeps nothing, whatever its spec says, but its
+		// Machines still count until they are gone.
+		v.Spec, v.HasDesired = 0, false
+	}
+	return v
+}
+
+func (s *scope) views(sets []*v1alpha1.MachineSet) []setView {
+	out := make([]setView, 0, len(sets))
+	for _, ms := range sets {
+		out = append(out, s.view(ms))
+	}
+	return out
+}
+
+// set finds an owned set by name.
+func (s *scope) set(name string) *v1alpha1.MachineSet {
+	for _, ms := range s.sets {
+		if ms.Name == name {
+			return ms
+		}
+	}
+	return nil
+}
+
+// patchSet applies mutate to ms and writes what changed, refusing to write
+// over a change it has not seen (optimistic lock): a decision made on a
+// stale set must be made again.
+func (s *scope) patchSet(ctx context.Context, ms *v1alpha1.MachineSet, mutate func(*v1alpha1.MachineSet)) (bool, error) {
+	base := ms.DeepCopy()
+	mutate(ms)
+	if equality.Semantic.DeepEqual(base.ObjectMeta, ms.ObjectMeta) && equality.Semantic.DeepEqual(base.Spec, ms.Spec) {
+		return false, nil
+	}
+	if err := s.r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		*ms = *base
+		return false, err
+	}
+	if ms.Generation != base.Generation {
+		s.r.expectations.expectGeneration(s.key, ms.UID, ms.Generation)
+	}
+	return true, nil
+}
+
+// patchDeployment writes metadata and spec changes of the deployment now,
+// keeping the status computed so far.
+func (s *scope) patchDeployment(ctx context.Context, opts ...client.MergeFromOption) error {
+	if equality.Semantic.DeepEqual(s.original.ObjectMeta, s.md.ObjectMeta) &&
+		equality.Semantic.DeepEqual(s.original.Spec, s.md.Spec) {
+		return nil
+	}
+	status := s.md.Status
+	base := s.original.DeepCopy()
+	base.Status = s.md.Status
+	if err := s.r.Client.Patch(ctx, s.md, client.MergeFromWithOptions(base, opts...)); err != nil {
+		return err
+	}
+	s.md.Status = status
+	s.original.ObjectMeta = *s.md.ObjectMeta.DeepCopy()
+	s.original.Spec = *s.md.Spec.DeepCopy()
+	return nil
+}
+
+// patchStatus writes the status computed by this reconcile.
+func (s *scope) patchStatus(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(s.original.Status, s.md.Status) {
+		return nil
+	}
+	base := s.original.DeepCopy()
+	base.ResourceVersion = ""
+	return s.r.Client.Status().Patch(ctx, s.md, client.MergeFrom(base))
+}
+
+// setCondition sets a condition; its transition time moves only when its
+// status does.
+func (s *scope) setCondition(condType string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&s.md.Status.Conditions, metav1.Condition{
+		Type: condType, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: s.md.Generation, LastTransitionTime: metav1.NewTime(s.now),
+	})
+}
+
+func (s *scope) event(eventType, reason, message string) {
+	if s.r.Recorder != nil {
+		s.r.Recorder.Eventf(s.md, nil, eventType, reason, "Reconcile", "%s", message)
+	}
+}

@@ -1,0 +1,156 @@
+package machinedeployment
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Field indexes this controller adds to the manager's cache.
+const (
+	// machineSetOwnerIndex indexes Machines by their controller MachineSet's name.
+	machineSetOwnerIndex = "machinedeployment.controller.machineset"
+	// deploymentClassIndex indexes MachineDeployments by their template's MachineClass.
+	deploymentClassIndex = "machinedeployment.spec.template.spec.class.name"
+	// setClassIndex indexes MachineSets by their template's MachineClass.
+	setClassIndex = "machinedeployment.machineset.spec.template.spec.class.name"
+)
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, machineSetOwnerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MachineSet" && ref.APIVersion == v1alpha1.GroupVersion.String() {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.MachineDeployment{}, deploymentClassIndex, func(o client.Object) []string {
+		return className(&o.(*v1alpha1.MachineDeployment).Spec.Template)
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.MachineSet{}, setClassIndex, func(o client.Object) []string {
+		return className(&o.(*v1alpha1.MachineSet).Spec.Template)
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("machinedeployment").
+		// Only what people and other controllers change: our own status
+		// writes do not wake us, the progress deadline is a timed requeue.
+		For(&v1alpha1.MachineDeployment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments)).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToDeployment), builder.WithPredicates(machineCounted())).
+		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.classToDeployments),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+func className(t *v1alpha1.MachineTemplateSpec) []string {
+	if t.Spec.Class != nil {
+		return []string{t.Spec.Class.Name}
+	}
+	return nil
+}
+
+// setToDeployments maps a MachineSet to its controller deployment, or, for
+// an orphan, to every deployment whose selector matches it (to adopt it).
+func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		if ref.Kind != "MachineDeployment" || ref.APIVersion != v1alpha1.GroupVersion.String() {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	}
+	mds := &v1alpha1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, md := range mds.Items {
+		sel, err := md.Spec.Selector.AsSelector()
+		if err == nil && sel.Matches(labels.Set(o.GetLabels())) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&md)})
+		}
+	}
+	return reqs
+}
+
+// machineToDeployment maps a Machine to the deployment of its MachineSet.
+// Machines matter to a deployment only by existing: their health reaches
+// it through their set's status.
+func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MachineSet" {
+		ms := &v1alpha1.MachineSet{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms); err == nil {
+			return r.setToDeployments(ctx, ms)
+		}
+	}
+	if md := o.GetLabels()[v1alpha1.MachineDeploymentNameLabel]; md != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: md}}}
+	}
+	return nil
+}
+
+// machineCounted passes the Machine events that change a count: creation,
+// deletion starting or ending, a change of owner.
+func machineCounted() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+				!equalOwner(metav1.GetControllerOf(e.ObjectOld), metav1.GetControllerOf(e.ObjectNew))
+		},
+	}
+}
+
+func equalOwner(a, b *metav1.OwnerReference) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.UID == b.UID
+}
+
+// classToDeployments maps a MachineClass to the deployments whose template,
+// or one of whose sets' templates, names it: their capacity annotations.
+func (r *Reconciler) classToDeployments(ctx context.Context, o client.Object) []reconcile.Request {
+	seen := map[types.NamespacedName]bool{}
+	var reqs []reconcile.Request
+	add := func(key types.NamespacedName) {
+		if !seen[key] {
+			seen[key] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	mds := &v1alpha1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace()), client.MatchingFields{deploymentClassIndex: o.GetName()}); err == nil {
+		for _, md := range mds.Items {
+			add(client.ObjectKeyFromObject(&md))
+		}
+	}
+	sets := &v1alpha1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.MatchingFields{setClassIndex: o.GetName()}); err == nil {
+		for _, ms := range sets.Items {
+			for _, req := range r.setToDeployments(ctx, &ms) {
+				add(req.NamespacedName)
+			}
+		}
+	}
+	return reqs
+}

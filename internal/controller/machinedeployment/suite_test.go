@@ -1,0 +1,273 @@
+package machinedeployment_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/machineset"
+)
+
+func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
+
+// harness is one test's world: a namespace, a sim cloud with self-Ready
+// Nodes, and a manager running the machine, MachineSet and
+// MachineDeployment controllers for that namespace.
+type harness struct {
+	*controllertest.Harness
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{controllertest.New(t, controllertest.Options{
+		Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
+			ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller")}
+			if err := ms.SetupWithManager(ctx, mgr, 4); err != nil {
+				return err
+			}
+			md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
+			return md.SetupWithManager(ctx, mgr, 2)
+		},
+	})}
+}
+
+var ctx = context.Background()
+
+// deployment creates a MachineDeployment Prefix+name selecting app=name.
+// The prefix keeps Machine (and so Node) names apart across tests.
+func (h *harness) deployment(name string, replicas int32, class string, edit func(*v1alpha1.MachineDeployment)) *v1alpha1.MachineDeployment {
+	h.T.Helper()
+	md := &v1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: h.Prefix + name, Namespace: h.NS},
+		Spec: v1alpha1.MachineDeploymentSpec{
+			Replicas: replicas,
+			Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: v1alpha1.MachineTemplateSpec{
+				Metadata: v1alpha1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:     v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: class}},
+			},
+		},
+	}
+	if edit != nil {
+		edit(md)
+	}
+	h.Create(md)
+	return md
+}
+
+func (h *harness) md(name string) *v1alpha1.MachineDeployment {
+	h.T.Helper()
+	md := &v1alpha1.MachineDeployment{}
+	if err := controllertest.Env.Client.Get(ctx, client.ObjectKey{Namespace: h.NS, Name: h.Prefix + name}, md); err != nil {
+		h.T.Fatal(err)
+	}
+	return md
+}
+
+// update edits the MachineDeployment as a person would, retrying on conflicts.
+func (h *harness) update(name string, edit func(*v1alpha1.MachineDeployment)) {
+	h.T.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		md := h.md(name)
+		edit(md)
+		err := controllertest.Env.Client.Update(ctx, md)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		h.T.Fatalf("updating %s: %v", name, err)
+	}
+}
+
+// sets lists the deployment's MachineSets, oldest first.
+func (h *harness) sets(name string) []v1alpha1.MachineSet {
+	h.T.Helper()
+	list := &v1alpha1.MachineSetList{}
+	if err := controllertest.Env.Client.List(ctx, list, client.InNamespace(h.NS),
+		client.MatchingLabels{v1alpha1.MachineDeploymentNameLabel: h.Prefix + name}); err != nil {
+		h.T.Fatal(err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		return revision(&list.Items[i]) < revision(&list.Items[j])
+	})
+	return list.Items
+}
+
+func revision(ms *v1alpha1.MachineSet) int {
+	n, _ := strconv.Atoi(ms.Annotations[v1alpha1.RevisionAnnotation])
+	return n
+}
+
+// machines lists the deployment's Machines, being deleted or not.
+func (h *harness) machines(name string) []v1alpha1.Machine {
+	h.T.Helper()
+	list := &v1alpha1.MachineList{}
+	if err := controllertest.Env.Client.List(ctx, list, client.InNamespace(h.NS), client.MatchingLabels{"app": name}); err != nil {
+		h.T.Fatal(err)
+	}
+	return list.Items
+}
+
+// available reports whether a Machine counts as available (minReadySeconds 0).
+func available(m *v1alpha1.Machine) bool {
+	return m.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition)
+}
+
+// waitComplete waits until the rollout is done: every Machine is of the
+// current template, available, and none is left over.
+func (h *harness) waitComplete(name string, timeout time.Duration) *v1alpha1.MachineDeployment {
+	h.T.Helper()
+	var md *v1alpha1.MachineDeployment
+	var why string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		md = h.md(name)
+		st := md.Status
+		n := md.Spec.Replicas
+		switch {
+		case st.ObservedGeneration != md.Generation:
+			why = "status not observed"
+		case st.UpdatedReplicas != n || st.Replicas != n || st.AvailableReplicas != n:
+			why = fmt.Sprintf("status %d/%d/%d (replicas/updated/available), want %d", st.Replicas, st.UpdatedReplicas, st.AvailableReplicas, n)
+		default:
+			ms := h.sets(name)
+			current := ms[len(ms)-1]
+			live := 0
+			for _, m := range h.machines(name) {
+				if !available(&m) || m.Labels[v1alpha1.TemplateHashLabel] != current.Labels[v1alpha1.TemplateHashLabel] {
+					why = "machine " + m.Name + " is old or not available"
+					return false, nil
+				}
+				live++
+			}
+			if int32(live) != n {
+				why = fmt.Sprintf("%d machines, want %d", live, n)
+				return false, nil
+			}
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		h.T.Fatalf("rollout of %s not complete within %s: %s; conditions %+v", name, timeout, why, md.Status.Conditions)
+	}
+	return md
+}
+
+// consistently polls cond for d and fails the test as soon as it is false.
+func (h *harness) consistently(d time.Duration, what string, cond func() (bool, error)) {
+	h.T.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		if err == nil && !ok {
+			return false, fmt.Errorf("no longer %s", what)
+		}
+		return false, err
+	})
+	if !wait.Interrupted(err) {
+		h.T.Fatalf("during %s: %v", d, err)
+	}
+}
+
+// setsByRevision returns the deployment's MachineSets by revision number.
+func (h *harness) setsByRevision(name string) map[int]v1alpha1.MachineSet {
+	out := map[int]v1alpha1.MachineSet{}
+	for _, ms := range h.sets(name) {
+		out[revision(&ms)] = ms
+	}
+	return out
+}
+
+// condition returns the deployment's condition of type t, nil if absent.
+func (h *harness) condition(name, t string) *metav1.Condition {
+	return meta.FindStatusCondition(h.md(name).Status.Conditions, t)
+}
+
+// waitCondition waits until the condition has status and reason.
+func (h *harness) waitCondition(name, t string, status metav1.ConditionStatus, reason string, timeout time.Duration) {
+	h.T.Helper()
+	h.Eventually(timeout, fmt.Sprintf("%s %s/%s", t, status, reason), func() (bool, error) {
+		c := h.condition(name, t)
+		return c != nil && c.Status == status && c.Reason == reason, nil
+	})
+}
+
+// watcher observes a deployment's Machines every 50ms while a test runs,
+// checking an invariant at every state it sees.
+type watcher struct {
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	seen   int
+	broken []string
+}
+
+// watch starts checking check against the deployment's Machines.
+func (h *harness) watch(name string, check func([]v1alpha1.Machine) string) *watcher {
+	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			list := &v1alpha1.MachineList{}
+			if err := controllertest.Env.Client.List(ctx, list, client.InNamespace(h.NS), client.MatchingLabels{"app": name}); err == nil {
+				w.mu.Lock()
+				w.seen++
+				if msg := check(list.Items); msg != "" && len(w.broken) < 10 {
+					w.broken = append(w.broken, msg)
+				}
+				w.mu.Unlock()
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// finish stops the watcher and fails the test if the invariant broke.
+func (w *watcher) finish(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen < 10 {
+		t.Errorf("the watcher saw only %d states", w.seen)
+	}
+	for _, b := range w.broken {
+		t.Error(b)
+	}
+}
+
+func rolling(surge, unavailable string) v1alpha1.MachineDeploymentStrategy {
+	s, u := intstr.Parse(surge), intstr.Parse(unavailable)
+	return v1alpha1.MachineDeploymentStrategy{Type: v1alpha1.RollingUpdateStrategy,
+		RollingUpdate: &v1alpha1.RollingUpdateMachineDeployment{MaxSurge: &s, MaxUnavailable: &u}}
+}
+
+// useClass points the template at another class: a change that replaces Machines.
+func useClass(class string) func(*v1alpha1.MachineDeployment) {
+	return func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Class.Name = class }
+}
