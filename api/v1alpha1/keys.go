@@ -38,8 +38,8 @@ const (
 	PreDrainHookAnnotationPrefix = "pre-drain.delete.hook." + GroupName + "/"
 	// PreTerminateHookAnnotationPrefix: any annotation with this prefix blocks VM deletion until removed.
 	PreTerminateHookAnnotationPrefix = "pre-terminate.delete.hook." + GroupName + "/"
-	// LastAppliedProviderSpecHashAnnotation on a Machine is the hash of the class providerSpec last applied to its VM.
-	LastAppliedProviderSpecHashAnnotation = GroupName + "/last-applied-providerspec-hash"
+	// LastAppliedProviderSpecAnnotation on a Machine is the class providerSpec (JSON) last applied to its VM, for hot updates.
+	LastAppliedProviderSpecAnnotation = GroupName + "/last-applied-providerspec"
 
 	// FrozenLabel on a MachineSet or MachineDeployment is set by the safety controller: no scale-up while present.
 	FrozenLabel = GroupName + "/frozen"

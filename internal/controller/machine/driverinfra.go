@@ -168,11 +168,11 @@ func (d *driverInfra) call(ctx context.Context, method driver.Method, f func(con
 // recordAppliedSpec notes, on a VM made from the class's current
 // providerSpec, which spec that was, for the hot update.
 func (d *driverInfra) recordAppliedSpec(s *scope) {
-	if s.machine.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] != "" {
+	if _, ok := s.machine.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation]; ok {
 		return
 	}
 	if s.machine.Annotations == nil {
 		s.machine.Annotations = map[string]string{}
 	}
-	s.machine.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] = providerSpecHash(d.class)
+	s.machine.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation] = string(d.class.Spec.ProviderSpec.Raw)
 }

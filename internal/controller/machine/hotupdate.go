@@ -2,8 +2,10 @@ package machine
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/json"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -11,26 +13,21 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-func providerSpecHash(class *v1alpha1.MachineClass) string {
-	sum := sha256.Sum256(class.Spec.ProviderSpec.Raw)
-	return hex.EncodeToString(sum[:8])
-}
-
 // hotUpdate applies a changed class providerSpec to the Machine's existing
-// VM through UpdateMachine (seed 003 "Hotupdate Instances"). The hash of the
-// last applied spec is kept in an annotation; a Machine created from the
-// current spec just records it.
+// VM through UpdateMachine (seed 003 "Hotupdate Instances"), handing the
+// driver the spec last applied, so it can tell what changed (a tag the
+// class dropped is removed, others' tags are kept). The last applied spec
+// is kept in an annotation; it is set when the VM is provisioned.
 func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (reconcile.Result, error) {
 	m := s.machine
-	want := providerSpecHash(d.class)
-	have, recorded := m.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation]
-	if have == want {
-		return reconcile.Result{}, nil
-	}
+	want := string(d.class.Spec.ProviderSpec.Raw)
+	have, recorded := m.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation]
 	if !recorded {
-		// Provisioned from an unknown spec (the hash is recorded when the VM
-		// is provisioned, so this is a Machine from before that): adopt it.
+		// Provisioned before the spec was recorded: adopt the current one.
 		return reconcile.Result{}, r.recordAppliedSpec(ctx, s, want)
+	}
+	if jsonEqual(have, want) {
+		return reconcile.Result{}, nil
 	}
 	if m.Status.LastOperation.Type == v1alpha1.OperationUpdate {
 		if wait := r.retryWait(s); wait > 0 {
@@ -44,6 +41,7 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 	err = d.call(ctx, driver.MethodUpdateMachine, func(ctx context.Context) error {
 		_, err := d.drv.UpdateMachine(ctx, &driver.UpdateMachineRequest{
 			Machine: m, ProviderID: m.Spec.ProviderID, MachineClass: d.class, Secret: secret,
+			LastAppliedProviderSpec: runtime.RawExtension{Raw: []byte(have)},
 		})
 		return err
 	})
@@ -58,10 +56,20 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 	return reconcile.Result{}, r.recordAppliedSpec(ctx, s, want)
 }
 
-func (r *Reconciler) recordAppliedSpec(ctx context.Context, s *scope, hash string) error {
+func (r *Reconciler) recordAppliedSpec(ctx context.Context, s *scope, spec string) error {
 	if s.machine.Annotations == nil {
 		s.machine.Annotations = map[string]string{}
 	}
-	s.machine.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] = hash
+	s.machine.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation] = spec
 	return s.patchObject(ctx)
+}
+
+// jsonEqual compares two JSON documents by meaning, not by spelling:
+// the API server may reorder keys or change whitespace.
+func jsonEqual(a, b string) bool {
+	var va, vb any
+	if json.Unmarshal([]byte(a), &va) != nil || json.Unmarshal([]byte(b), &vb) != nil {
+		return a == b
+	}
+	return reflect.DeepEqual(va, vb)
 }

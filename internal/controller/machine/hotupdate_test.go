@@ -17,9 +17,9 @@ func TestClassChangeIsAppliedInPlace(t *testing.T) {
 	class := h.Class("tagged", `{"region":"local","zones":["local-a"],"tags":{"team":"infra"}}`)
 	h.Machine("m", "tagged", nil)
 	before := h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
-	hash := before.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation]
-	if hash == "" {
-		t.Fatal("no last-applied providerSpec hash recorded at creation")
+	applied := before.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation]
+	if applied == "" {
+		t.Fatal("no last-applied providerSpec recorded at creation")
 	}
 	if vm := h.VMs("m")[0]; vm.Updates != 0 {
 		t.Fatalf("a fresh VM was hot-updated %d times", vm.Updates)
@@ -34,9 +34,22 @@ func TestClassChangeIsAppliedInPlace(t *testing.T) {
 		vm := h.VMs("m")[0]
 		return vm.Updates == 1 && vm.Tags["team"] == "payments" && vm.Tags["cost"] == "42", nil
 	})
+
+	// A tag the class drops is removed from the VM: the driver is told what
+	// was applied before, so it can tell dropped tags from others' tags.
+	patch = client.MergeFrom(class.DeepCopy())
+	class.Spec.ProviderSpec = runtime.RawExtension{Raw: []byte(`{"region":"local","zones":["local-a"],"tags":{"team":"payments"}}`)}
+	if err := controllertest.Env.Client.Patch(context.Background(), class, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually(15*time.Second, "the dropped tag to go", func() (bool, error) {
+		vm := h.VMs("m")[0]
+		_, cost := vm.Tags["cost"]
+		return vm.Updates == 2 && !cost && vm.Tags["team"] == "payments", nil
+	})
 	h.Eventually(10*time.Second, "the new hash to be recorded", func() (bool, error) {
 		m := h.Get("m")
-		return m.Annotations[v1alpha1.LastAppliedProviderSpecHashAnnotation] != hash &&
+		return m.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation] != applied &&
 			m.Status.LastOperation.Type == v1alpha1.OperationUpdate && m.Status.LastOperation.State == v1alpha1.OperationSucceeded, nil
 	})
 	if n := len(h.Sim.Cloud().History()); n != 1 {
