@@ -37,6 +37,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&m.UnreachableForceDrainAfter, "unreachable-force-drain-after", m.UnreachableForceDrainAfter, "force the drain of a Node not Ready this long")
 	fs.DurationVar(&m.HealthResync, "machine-health-resync", m.HealthResync, "re-check Running Machines this often even without events")
 
+	sf := &o.Safety
+	fs.DurationVar(&sf.OrphanVMsPeriod, "machine-safety-orphan-vms-period", sf.OrphanVMsPeriod, "time between two passes deleting VMs no Machine manages (a VM is deleted when seen orphaned on two consecutive passes)")
+	fs.DurationVar(&sf.APIServerCheckPeriod, "machine-safety-apiserver-statuscheck-period", sf.APIServerCheckPeriod, "how often the control and target API servers are probed; while one is unreachable no Machine changes phase")
+	fs.DurationVar(&sf.APIServerCheckTimeout, "machine-safety-apiserver-statuscheck-timeout", sf.APIServerCheckTimeout, "an API server not answering a probe within this is unreachable")
+
 	fs.Var(&driverFlag{specs: &o.Drivers}, "driver", "a driver as NAME=ENDPOINT: NAME is the MachineClass spec.provider, ENDPOINT unix:///path.sock, tcp://host:port or "+InProcessSim+" (the simulated cloud in this process, builtin Nodes); repeatable")
 	fs.DurationVar(&o.DriverStartupTimeout, "driver-startup-timeout", o.DriverStartupTimeout, "at start-up, wait this long for every driver to answer GetPluginInfo")
 	fs.DurationVar(&o.DriverProbeTimeout, "driver-probe-timeout", o.DriverProbeTimeout, "bound of the GetPluginInfo call of each /readyz check")

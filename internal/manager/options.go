@@ -38,6 +38,9 @@ type Options struct {
 	Workers Workers
 	// Machine holds the lifecycle defaults a Machine's spec.lifecycle overrides.
 	Machine machine.Config
+	// Safety holds the safety controller's periods and thresholds (the
+	// --machine-safety-* and --safety-* flags).
+	Safety Safety
 
 	// Drivers are the --driver flags, in order.
 	Drivers []DriverSpec
@@ -72,6 +75,16 @@ type Workers struct {
 	MachineSet int
 	// MachineDeployment is reserved for the MachineDeployment controller.
 	MachineDeployment int
+}
+
+// Safety are the safety controller's flags.
+type Safety struct {
+	// OrphanVMsPeriod is the time between two orphan VM collection passes.
+	OrphanVMsPeriod time.Duration
+	// APIServerCheckPeriod is the time between two probes of the API servers.
+	APIServerCheckPeriod time.Duration
+	// APIServerCheckTimeout bounds one probe.
+	APIServerCheckTimeout time.Duration
 }
 
 // LeaderElection configures the Lease that elects the active replica.
@@ -110,6 +123,11 @@ func NewOptions() *Options {
 		KubeAPIBurst: 100,
 		Workers:      Workers{Machine: 10, MachineSet: 5, MachineDeployment: 5},
 		Machine:      machine.DefaultConfig(),
+		Safety: Safety{
+			OrphanVMsPeriod:       15 * time.Minute,
+			APIServerCheckPeriod:  time.Minute,
+			APIServerCheckTimeout: 30 * time.Second,
+		},
 
 		DriverStartupTimeout: 30 * time.Second,
 		DriverProbeTimeout:   2 * time.Second,

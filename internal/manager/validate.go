@@ -40,6 +40,9 @@ func (o *Options) Validate() error {
 		{"machine-health-resync", o.Machine.HealthResync},
 		{"driver-startup-timeout", o.DriverStartupTimeout},
 		{"driver-probe-timeout", o.DriverProbeTimeout},
+		{"machine-safety-orphan-vms-period", o.Safety.OrphanVMsPeriod},
+		{"machine-safety-apiserver-statuscheck-period", o.Safety.APIServerCheckPeriod},
+		{"machine-safety-apiserver-statuscheck-timeout", o.Safety.APIServerCheckTimeout},
 		{"leader-elect-lease-duration", o.LeaderElection.LeaseDuration},
 		{"leader-elect-renew-deadline", o.LeaderElection.RenewDeadline},
 		{"leader-elect-retry-period", o.LeaderElection.RetryPeriod},
@@ -54,6 +57,8 @@ func (o *Options) Validate() error {
 
 	v.check(o.Machine.MaxEvictRetries >= 0, "max-evict-retries", "must not be negative, got %d", o.Machine.MaxEvictRetries)
 	v.check(o.Machine.MaxConcurrentReplacements >= 0, "max-concurrent-replacements", "must not be negative, got %d", o.Machine.MaxConcurrentReplacements)
+	// Down 0 would freeze and unfreeze at the same count; down above up
+	// would keep a MachineSet back at its replicas frozen for ever.
 	for _, c := range o.Machine.NodeConditions {
 		v.check(nodeConditionPattern.MatchString(c) && len(c) <= 316, "node-conditions",
 			"%q is not a Node condition type such as KernelDeadlock: letters, digits, '-', '_' and '.', optionally prefixed by a DNS name and '/'", c)

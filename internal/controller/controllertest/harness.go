@@ -56,6 +56,9 @@ type Options struct {
 	// Controllers registers further controllers (a MachineSet controller,
 	// ...) with each manager the harness starts.
 	Controllers func(ctx context.Context, mgr ctrl.Manager) error
+	// Machine edits the machine controller before it is set up (a safety
+	// Gate, an orphan hook, ...).
+	Machine func(*machine.Reconciler)
 }
 
 // Harness is one test's world.
@@ -135,6 +138,9 @@ func (h *Harness) StartManager() {
 		Namespace: h.NS,
 		Config:    h.Config,
 		Recorder:  mgr.GetEventRecorder("machine-controller"),
+	}
+	if h.opts.Machine != nil {
+		h.opts.Machine(r)
 	}
 	if err := r.SetupWithManager(ctx, mgr, mgr, 4); err != nil {
 		h.T.Fatal(err)

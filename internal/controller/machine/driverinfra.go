@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -47,6 +48,9 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	case driver.InitializeVM:
 		return d.initialize(ctx, s, secret)
 	default:
+		if outcome.Action == driver.CollectOrphans && d.r.OnOrphansSuspected != nil {
+			d.r.OnOrphansSuspected(types.NamespacedName{Namespace: d.class.Namespace, Name: d.class.Name})
+		}
 		return d.r.failed(s, v1alpha1.OperationCreate, driver.MethodGetMachineStatus, err), nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -48,6 +49,14 @@ type Reconciler struct {
 	Namespace string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Gate, when it reports frozen, stops every transition of a Machine
+	// not being deleted (the safety controller's API-server freeze): a blind
+	// observer must not declare Machines Failed nor create VMs. Nil: never frozen.
+	Gate Gate
+	// OnOrphansSuspected, when set, is told the MachineClass of a Machine
+	// several VMs claim (GetMachineStatus OutOfRange), so that the orphan
+	// collection runs soon instead of at its next period.
+	OnOrphansSuspected func(class types.NamespacedName)
 
 	ledger replacementLedger
 }
@@ -82,7 +91,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, err
 }
 
+// Gate reports whether the manager is frozen, and why.
+type Gate interface {
+	Frozen() (bool, string)
+}
+
+// frozenRequeue is how soon a Machine skipped while frozen is looked at again.
+const frozenRequeue = 5 * time.Second
+
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.Result, error) {
+	if r.Gate != nil {
+		if frozen, why := r.Gate.Frozen(); frozen {
+			s.log.V(1).Info("frozen by the safety controller: no transition", "why", why)
+			return reconcile.Result{RequeueAfter: frozenRequeue}, nil
+		}
+	}
 	if controllerutil.AddFinalizer(s.machine, v1alpha1.MachineFinalizer) {
 		// Persist the finalizer before any VM exists, so a deleted Machine
 		// always gets the chance to delete its VM.

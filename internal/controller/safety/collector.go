@@ -1,0 +1,266 @@
+package safety
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// OrphanCollector deletes VMs no Machine manages. It runs as a manager
+// Runnable on its own goroutine: a slow or failing driver delays only the
+// collection, never another controller's workers.
+type OrphanCollector struct {
+	// Client reads MachineClasses and Machines from the cache.
+	Client client.Client
+	// APIReader reads Secrets, and re-reads a Machine live before its
+	// claimed VM is deleted.
+	APIReader client.Reader
+	// Cache tells the collector about Machine deletions (nil: periods only).
+	Cache cache.Informers
+	// Drivers maps a MachineClass spec.provider to its driver.
+	Drivers map[string]driver.Driver
+	// Recorder emits Events on MachineClasses.
+	Recorder events.EventRecorder
+	// Config holds the periods and backoffs.
+	Config Config
+
+	once    sync.Once
+	trigger chan struct{}
+	passes  atomic.Int64
+
+	// Touched only by the Start goroutine.
+	seen          sightings
+	failures      map[string]int
+	notBefore     map[string]time.Time
+	unimplemented map[string]bool
+}
+
+func (c *OrphanCollector) init() {
+	c.once.Do(func() {
+		c.trigger = make(chan struct{}, 1)
+		c.seen = sightings{}
+		c.failures = map[string]int{}
+		c.notBefore = map[string]time.Time{}
+		c.unimplemented = map[string]bool{}
+	})
+}
+
+// Trigger asks for a pass soon; it never blocks.
+func (c *OrphanCollector) Trigger() {
+	c.init()
+	select {
+	case c.trigger <- struct{}{}:
+	default: // a pass is already asked for
+	}
+}
+
+// SuspectOrphans is the machine controller's hook: several VMs claim a
+// Machine of class, so a pass should run now.
+func (c *OrphanCollector) SuspectOrphans(class types.NamespacedName) {
+	log.Log.WithName("safety").Info("several VMs claim one Machine: running the orphan VM collection", "class", class)
+	c.Trigger()
+}
+
+// Passes is how many passes have completed, for tests and diagnostics.
+func (c *OrphanCollector) Passes() int64 { return c.passes.Load() }
+
+// NeedLeaderElection: only the active replica deletes VMs.
+func (c *OrphanCollector) NeedLeaderElection() bool { return true }
+
+// Start runs passes until ctx ends: one at once, then every period, sooner
+// after a Machine deletion, a trigger, new suspects or a retry.
+func (c *OrphanCollector) Start(ctx context.Context) error {
+	c.init()
+	lg := log.FromContext(ctx).WithName("safety").WithName("orphans")
+	if c.Cache != nil {
+		inf, err := c.Cache.GetInformer(ctx, &v1alpha1.Machine{})
+		if err != nil {
+			return err
+		}
+		// A deleted Machine may have left VMs behind (a lost create response,
+		// a second VM): look soon rather than at the next period.
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { c.Trigger() }}); err != nil {
+			return err
+		}
+		if !c.Cache.WaitForCacheSync(ctx) {
+			return ctx.Err()
+		}
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-c.trigger:
+		}
+		wait := c.pass(ctx, lg)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// pass looks at every class once and returns the wait until the next pass.
+func (c *OrphanCollector) pass(ctx context.Context, lg logr.Logger) time.Duration {
+	defer c.passes.Add(1)
+	next := c.Config.OrphanVMsPeriod
+	classes := &v1alpha1.MachineClassList{}
+	var opts []client.ListOption
+	if c.Config.Namespace != "" {
+		opts = append(opts, client.InNamespace(c.Config.Namespace))
+	}
+	if err := c.Client.List(ctx, classes, opts...); err != nil {
+		lg.Error(err, "listing MachineClasses")
+		return min(next, c.Config.BackoffBase)
+	}
+	now := time.Now()
+	for i := range classes.Items {
+		class := &classes.Items[i]
+		key := class.Namespace + "/" + class.Name
+		if at := c.notBefore[key]; now.Before(at) {
+			next = min(next, at.Sub(now))
+			continue
+		}
+		drv := c.Drivers[class.Spec.Provider]
+		if drv == nil || c.unimplemented[class.Spec.Provider] || !class.DeletionTimestamp.IsZero() {
+			continue // an unknown provider is the machine controller's to report
+		}
+		switch wait, fresh := c.collectClass(ctx, lg.WithValues("class", key), class, drv); {
+		case wait > 0:
+			next = min(next, wait)
+		case fresh:
+			next = min(next, c.Config.OrphanConfirmAfter)
+		}
+	}
+	return next
+}
+
+// collectClass lists the VMs of one class, deletes those confirmed orphans,
+// and returns a retry wait (0: none) and whether it saw new suspects.
+func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver) (time.Duration, bool) {
+	key := class.Namespace + "/" + class.Name
+	secret, err := classSecret(ctx, c.APIReader, class)
+	if err != nil {
+		lg.Error(err, "cannot list the class's VMs")
+		return c.retry(key, driver.Retry), false
+	}
+	var resp *driver.ListMachinesResponse
+	err = c.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = drv.ListMachines(ctx, &driver.ListMachinesRequest{MachineClass: class, Secret: secret})
+		return err
+	})
+	switch outcome := driver.ClassifyError(driver.MethodListMachines, err); outcome.Action {
+	case driver.Continue:
+	case driver.SkipStep:
+		c.unimplemented[class.Spec.Provider] = true
+		lg.Info("the driver does not implement ListMachines: orphan VMs of its classes are not collected", "provider", class.Spec.Provider)
+		return 0, false
+	default:
+		lg.Error(err, "ListMachines failed", "code", driver.CodeOf(err).String(), "recovery", outcome.Recovery)
+		return c.retry(key, outcome.Action), false
+	}
+	delete(c.failures, key)
+
+	found := findOrphans(resp.MachineList, func(name string) *v1alpha1.Machine {
+		m := &v1alpha1.Machine{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: name}, m); err != nil {
+			return nil
+		}
+		return m
+	})
+	orphansFound.WithLabelValues(class.Spec.Provider).Add(float64(len(found)))
+	confirmed, fresh := c.seen.advance(key, found, time.Now())
+	for _, o := range found {
+		lg.V(1).Info("suspected orphan VM", "providerID", o.ProviderID, "machine", o.MachineName, "why", o.Why)
+	}
+	for _, o := range confirmed {
+		if action, done := c.collect(ctx, lg, class, drv, secret, o); !done {
+			return c.retry(key, action), fresh > 0
+		}
+	}
+	return 0, fresh > 0
+}
+
+// collect deletes one confirmed orphan after re-reading its Machine live:
+// the cache may lag behind a Machine that just recorded this very VM.
+// done is false when the deletion must be retried.
+func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, o orphan) (driver.Action, bool) {
+	key := class.Namespace + "/" + class.Name
+	live := &v1alpha1.Machine{}
+	err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: o.MachineName}, live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		lg.Error(err, "re-reading the Machine of a suspected orphan VM", "machine", o.MachineName)
+		return driver.Retry, false
+	}
+	if _, still := judgeVM(o.ProviderID, o.MachineName, live); !still {
+		c.seen.forget(key, o.ProviderID)
+		return driver.Continue, true
+	}
+	// The VM is named by its Machine name and pinned by its providerID, so
+	// the driver deletes this VM and no other.
+	target := &v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: o.MachineName, Namespace: class.Namespace},
+		Spec:       v1alpha1.MachineSpec{ProviderID: o.ProviderID},
+	}
+	err = c.call(ctx, func(ctx context.Context) error {
+		_, err := drv.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: target, MachineClass: class, Secret: secret})
+		return err
+	})
+	outcome := driver.ClassifyError(driver.MethodDeleteMachine, err)
+	if outcome.Action != driver.Continue {
+		lg.Error(err, "deleting orphan VM failed", "providerID", o.ProviderID, "code", driver.CodeOf(err).String(), "recovery", outcome.Recovery)
+		return outcome.Action, false
+	}
+	c.seen.forget(key, o.ProviderID)
+	orphansCollected.WithLabelValues(class.Spec.Provider).Inc()
+	msg := "deleted orphan VM " + o.ProviderID + " (claims Machine " + o.MachineName + "): " + o.Why
+	lg.Info("collected orphan VM", "providerID", o.ProviderID, "machine", o.MachineName, "why", o.Why)
+	if c.Recorder != nil {
+		c.Recorder.Eventf(class, nil, corev1.EventTypeNormal, "OrphanVMCollected", "CollectOrphans", "%s", msg)
+	}
+	return driver.Continue, true
+}
+
+// retry records a failure of class and returns its backoff.
+func (c *OrphanCollector) retry(key string, action driver.Action) time.Duration {
+	c.failures[key]++
+	base, limit := c.Config.BackoffBase, c.Config.BackoffCap
+	if action == driver.RetryLong || action == driver.Terminal {
+		// A person must fix something, or capacity must free up: slowly.
+		base, limit = base*4, limit*4
+	}
+	wait := min(backoff(c.failures[key], base, limit), c.Config.OrphanVMsPeriod)
+	c.notBefore[key] = time.Now().Add(wait)
+	return wait
+}
+
+// call makes one driver call with the call timeout.
+func (c *OrphanCollector) call(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Config.DriverCallTimeout)
+	defer cancel()
+	return f(ctx)
+}
