@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates everything derived from sources: deepcopy code and CRDs from
-# the Go markers, and the driver plugin protocol's Go code from its .proto.
+# Regenerates everything derived from sources: deepcopy code, CRDs and RBAC
+# roles from the Go markers, and the driver plugin protocol's Go code from
+# its .proto.
 # With OUT_DIR, writes the results there instead of into the tree, so a test
 # can compare them with what is committed and fail when the tree is stale.
 # Usage: hack/generate.sh [OUT_DIR]
@@ -12,16 +13,23 @@ gen="$bin/controller-gen"
 out="${1:-}"
 
 object_out="" crd_out="output:crd:artifacts:config=config/crd/bases"
+rbac_out="output:rbac:artifacts:config=config/rbac"
 proto_out="api/driver"
 if [[ -n "$out" ]]; then
-  mkdir -p "$out/object" "$out/crd" "$out/proto"
+  mkdir -p "$out/object" "$out/crd" "$out/rbac" "$out/proto"
   object_out="output:object:dir=$out/object"
   crd_out="output:crd:dir=$out/crd"
+  rbac_out="output:rbac:dir=$out/rbac"
   proto_out="$out/proto"
 fi
 
 "$gen" object paths=./api/... $object_out
 "$gen" crd paths=./api/... $crd_out
+# The roles from the +kubebuilder:rbac markers of the controllers, the
+# manager and the sim, into config/rbac/role.yaml: the ClusterRole
+# millwright-manager, the ClusterRole millwright-sim, and the Roles in
+# kube-system (bootstrap tokens) and millwright-system (leader election).
+"$gen" rbac:roleName=millwright-manager paths=./internal/... $rbac_out
 
 # buf runs the plugins it finds on PATH: put the pinned ones from bin/ first
 # so an installed protoc-gen-go of another version is never used.

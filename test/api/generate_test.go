@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// TestGeneratedFilesAreCurrent regenerates deepcopy code, CRDs and the
-// driver protocol's Go code into a temporary directory and fails when the
-// committed files differ: someone changed the API or driver.proto without
-// running `make generate`.
+// TestGeneratedFilesAreCurrent regenerates deepcopy code, CRDs, the RBAC
+// roles and the driver protocol's Go code into a temporary directory and
+// fails when the committed files differ: someone changed the API, an RBAC
+// marker or driver.proto without running `make generate`.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(env.Root, "hack", "generate.sh"), out)
@@ -40,5 +40,6 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 	compare(filepath.Join(out, "object"), filepath.Join(env.Root, "api", "v1alpha1"))
 	compare(filepath.Join(out, "crd"), filepath.Join(env.Root, "config", "crd", "bases"))
+	compare(filepath.Join(out, "rbac"), filepath.Join(env.Root, "config", "rbac"))
 	compare(filepath.Join(out, "proto", "v1"), filepath.Join(env.Root, "api", "driver", "v1"))
 }
