@@ -35,3 +35,12 @@ fi
 # so an installed protoc-gen-go of another version is never used.
 PATH="$bin:$PATH" "$bin/buf" lint api/driver
 PATH="$bin:$PATH" "$bin/buf" generate api/driver --template api/driver/buf.gen.yaml --output "$proto_out"
+
+# The flags reference, written from the binaries' own --help, so the docs
+# say exactly what the programs accept.
+flags_out="docs/flags"
+[[ -n "$out" ]] && flags_out="$out/flags"
+mkdir -p "$flags_out"
+for cmd in millwright-manager millwright-sim; do
+  go run "./cmd/$cmd" --help >"$flags_out/$cmd.txt"
+done

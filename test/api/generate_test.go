@@ -42,4 +42,5 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compare(filepath.Join(out, "crd"), filepath.Join(env.Root, "config", "crd", "bases"))
 	compare(filepath.Join(out, "rbac"), filepath.Join(env.Root, "config", "rbac"))
 	compare(filepath.Join(out, "proto", "v1"), filepath.Join(env.Root, "api", "driver", "v1"))
+	compare(filepath.Join(out, "flags"), filepath.Join(env.Root, "docs", "flags"))
 }
