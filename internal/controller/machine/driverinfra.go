@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classsecret"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -127,7 +128,7 @@ func (d *driverInfra) update(ctx context.Context, s *scope) (reconcile.Result, e
 }
 
 func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
-	secret, err := d.r.classSecret(ctx, d.class)
+	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
 	if err != nil {
 		return false, reconcile.Result{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classsecret"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -34,7 +35,7 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	secret, err := r.classSecret(ctx, d.class)
+	secret, err := classsecret.Read(ctx, r.APIReader, d.class)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

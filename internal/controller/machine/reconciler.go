@@ -130,21 +130,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 		return requeue.Soonest(res, r.checkCreationTimeout(s)), err
 	}
 
-	steps := []func(context.Context, *scope) (reconcile.Result, error){
+	stepsRes, err := requeue.Run(ctx, s, func() bool { return s.stop },
 		r.findNode,
 		r.syncNode,
 		r.reconcileHealth,
 		r.cleanupBootstrapToken,
 		func(ctx context.Context, s *scope) (reconcile.Result, error) { return infra.update(ctx, s) },
-	}
-	for _, step := range steps {
-		stepRes, err := step(ctx, s)
-		res = requeue.Soonest(res, stepRes)
-		if err != nil || s.stop {
-			return res, err
-		}
-	}
-	return res, nil
+	)
+	return requeue.Soonest(res, stepsRes), err
 }
 
 func (r *Reconciler) now() time.Time {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classsecret"
 )
 
 // Placeholders in user data, replaced per Machine; the URL-encoded forms
@@ -26,49 +26,13 @@ const (
 
 var urlEncoded = strings.NewReplacer("<", "%3C", ">", "%3E")
 
-// classSecret returns the class's secret data merged with its credentials
-// (credentials win). A class without secrets gets an empty Secret.
-func (r *Reconciler) classSecret(ctx context.Context, class *v1alpha1.MachineClass) (*corev1.Secret, error) {
-	merged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: class.Name, Namespace: class.Namespace}, Data: map[string][]byte{}}
-	for _, ref := range []*corev1.SecretReference{class.Spec.SecretRef, class.Spec.CredentialsSecretRef} {
-		if ref == nil {
-			continue
-		}
-		key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
-		if key.Namespace == "" {
-			key.Namespace = class.Namespace
-		}
-		secret := &corev1.Secret{}
-		if err := r.APIReader.Get(ctx, key, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, &missingSecretError{key: key, class: class.Name}
-			}
-			return nil, err
-		}
-		maps.Copy(merged.Data, secret.Data)
-		for k, v := range secret.StringData {
-			merged.Data[k] = []byte(v)
-		}
-	}
-	return merged, nil
-}
-
-type missingSecretError struct {
-	key   types.NamespacedName
-	class string
-}
-
-func (e *missingSecretError) Error() string {
-	return fmt.Sprintf("Secret %s of MachineClass %s not found", e.key, e.class)
-}
-
 // driverSecret returns the Secret to hand to the driver for creating this
 // Machine's VM: the class's secrets, with the Machine's bootstrap data as
 // userData and its placeholders replaced. nil when something is missing;
 // the BootstrapReady condition then says what.
 func (r *Reconciler) driverSecret(ctx context.Context, s *scope, class *v1alpha1.MachineClass) (*corev1.Secret, error) {
-	secret, err := r.classSecret(ctx, class)
-	var missing *missingSecretError
+	secret, err := classsecret.Read(ctx, r.APIReader, class)
+	var missing *classsecret.NotFoundError
 	if errors.As(err, &missing) {
 		r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonSecretNotFound, missing.Error())
 		return nil, nil

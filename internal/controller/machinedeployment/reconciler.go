@@ -70,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // reconcileSteps runs the steps in order until one stops the reconcile.
 func (r *Reconciler) reconcileSteps(ctx context.Context, s *scope) (reconcile.Result, error) {
-	steps := []func(context.Context, *scope) (reconcile.Result, error){
+	return requeue.Run(ctx, s, func() bool { return s.stop },
 		r.collect,
 		r.syncAutoscaler,
 		r.rollback,
@@ -78,16 +78,7 @@ func (r *Reconciler) reconcileSteps(ctx context.Context, s *scope) (reconcile.Re
 		r.syncSets,
 		r.rollout,
 		r.cleanupHistory,
-	}
-	var res reconcile.Result
-	for _, step := range steps {
-		stepRes, err := step(ctx, s)
-		res = requeue.Soonest(res, stepRes)
-		if err != nil || s.stop {
-			return res, err
-		}
-	}
-	return res, nil
+	)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -1,7 +1,11 @@
 // Package requeue combines the results of a reconcile's steps.
 package requeue
 
-import "sigs.k8s.io/controller-runtime/pkg/reconcile"
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
 
 // Soonest returns the result asking to be called back soonest; a result
 // without RequeueAfter asks nothing and loses to any that does.
@@ -13,4 +17,21 @@ func Soonest(a, b reconcile.Result) reconcile.Result {
 		return a
 	}
 	return b
+}
+
+// Step is one step of a reconcile over its per-request scope S.
+type Step[S any] func(ctx context.Context, s S) (reconcile.Result, error)
+
+// Run runs steps in order, keeping the soonest requeue, until one fails or
+// stop says the reconcile is over.
+func Run[S any](ctx context.Context, s S, stop func() bool, steps ...Step[S]) (reconcile.Result, error) {
+	var res reconcile.Result
+	for _, step := range steps {
+		stepRes, err := step(ctx, s)
+		res = Soonest(res, stepRes)
+		if err != nil || stop() {
+			return res, err
+		}
+	}
+	return res, nil
 }

@@ -1,6 +1,8 @@
 package requeue
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -16,5 +18,27 @@ func TestSoonest(t *testing.T) {
 		if got := Soonest(tc.a, tc.b); got != tc.want {
 			t.Errorf("Soonest(%v, %v) = %v; want %v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+func TestRunStopsAtErrorsAndStopAndKeepsTheSoonestRequeue(t *testing.T) {
+	var ran []int
+	step := func(i int, after time.Duration, err error) Step[*bool] {
+		return func(_ context.Context, stop *bool) (reconcile.Result, error) {
+			ran = append(ran, i)
+			*stop = i == 3
+			return reconcile.Result{RequeueAfter: after}, err
+		}
+	}
+	stop := false
+	res, err := Run(context.Background(), &stop, func() bool { return stop },
+		step(1, 5*time.Second, nil), step(2, time.Second, nil), step(3, 0, nil), step(4, 0, nil))
+	if err != nil || res.RequeueAfter != time.Second || len(ran) != 3 {
+		t.Fatalf("ran %v, result %v, err %v; want steps 1-3, requeue 1s", ran, res, err)
+	}
+	ran, stop = nil, false
+	boom := errors.New("boom")
+	if _, err := Run(context.Background(), &stop, func() bool { return false }, step(1, 0, boom), step(2, 0, nil)); err != boom || len(ran) != 1 {
+		t.Fatalf("after an error: ran %v, err %v", ran, err)
 	}
 }

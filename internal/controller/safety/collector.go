@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classsecret"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -160,7 +161,7 @@ func (c *OrphanCollector) pass(ctx context.Context, lg logr.Logger) time.Duratio
 // and returns a retry wait (0: none) and whether it saw new suspects.
 func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver) (time.Duration, bool) {
 	key := class.Namespace + "/" + class.Name
-	secret, err := classSecret(ctx, c.APIReader, class)
+	secret, err := classsecret.Read(ctx, c.APIReader, class)
 	if err != nil {
 		lg.Error(err, "cannot list the class's VMs")
 		return c.retry(key, driver.Retry), false

@@ -1,0 +1,39 @@
+package classsecret
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// A fake client is enough here: Read is pure merging logic over two Gets.
+func TestReadMergesCredentialsOverSecretRef(t *testing.T) {
+	userdata := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ud", Namespace: "ns"},
+		Data: map[string][]byte{"userData": []byte("boot"), "token": []byte("old")}}
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Namespace: "shared"},
+		Data: map[string][]byte{"token": []byte("new")}}
+	c := fake.NewClientBuilder().WithObjects(userdata, creds).Build()
+	class := &v1alpha1.MachineClass{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"},
+		Spec: v1alpha1.MachineClassSpec{SecretRef: &corev1.SecretReference{Name: "ud"},
+			CredentialsSecretRef: &corev1.SecretReference{Name: "creds", Namespace: "shared"}}}
+	got, err := Read(context.Background(), c, class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Data["userData"]) != "boot" || string(got.Data["token"]) != "new" {
+		t.Fatalf("merged data = %v; want userData from secretRef and token from the credentials", got.Data)
+	}
+
+	class.Spec.SecretRef.Name = "missing"
+	_, err = Read(context.Background(), c, class)
+	var nf *NotFoundError
+	if !errors.As(err, &nf) || nf.Key.Name != "missing" || nf.Key.Namespace != "ns" {
+		t.Fatalf("a missing Secret gave %v; want a NotFoundError naming ns/missing", err)
+	}
+}
