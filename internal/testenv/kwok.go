@@ -1,14 +1,10 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,83 +94,4 @@ func NodeReady(node *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// Process is a control-plane component started for tests, with its output
-// in a log file.
-type Process struct {
-	// Log is the path of the file receiving the process's stdout and stderr.
-	Log string
-
-	cmd      *exec.Cmd
-	done     chan struct{}
-	err      error // the exit status; set before done closes
-	stopOnce sync.Once
-}
-
-// startProcess starts path with args, its output appended to log, and env
-// added to the test's environment.
-func startProcess(path, log string, args []string, env ...string) (*Process, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%s not found: run `make tools` first", path)
-	}
-	out, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	// Not exec.CommandContext: the process lives until Stop, not until
-	// whichever context happened to start it ends.
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
-		_ = out.Close()
-		return nil, fmt.Errorf("starting %s: %w", filepath.Base(path), err)
-	}
-	p := &Process{Log: log, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = out.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// Exited reports whether the process has exited, and how.
-func (p *Process) Exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
-
-// Stop terminates the process: SIGTERM, then SIGKILL if it has not exited
-// after ten seconds. It returns once the process is gone; calling it again
-// does nothing.
-func (p *Process) Stop() error {
-	p.stopOnce.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return nil
-}
-
-// LogTail returns the last n lines of the process's log, for error messages.
-func (p *Process) LogTail(n int) string {
-	data, err := os.ReadFile(p.Log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }

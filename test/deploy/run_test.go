@@ -1,8 +1,6 @@
 package deploy_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // The manager and the sim, started with the Deployment's own flags (only
@@ -84,8 +82,8 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 
 	eventually(ctx, t, time.Minute, "the manager to be ready (/readyz)", func() (bool, error) {
 		for _, p := range []*proc{sim, manager} {
-			if p.exited() {
-				t.Fatalf("%s exited:\n%s", p.name, p.tail(30))
+			if p.HasExited() {
+				t.Fatalf("%s exited:\n%s", p.Name, p.LogTail(30))
 			}
 		}
 		code, body, err := get("http://" + health + "/readyz")
@@ -266,8 +264,8 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	// Some refusals are only logged (an Event that could not be written):
 	// none may have happened.
 	for _, p := range []*proc{manager, sim} {
-		if lines := p.grep("forbidden"); len(lines) > 0 {
-			t.Errorf("%s was refused requests:\n%s", p.name, strings.Join(lines, "\n"))
+		if lines := p.Grep("forbidden"); len(lines) > 0 {
+			t.Errorf("%s was refused requests:\n%s", p.Name, strings.Join(lines, "\n"))
 		}
 	}
 }
@@ -347,82 +345,13 @@ func create(ctx context.Context, t *testing.T, obj client.Object) {
 	}
 }
 
-// proc is a program under test in its own process group, its output in a
-// file the test shows when it fails.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-}
+// proc is one program under test (see testenv.Process).
+type proc = testenv.Process
 
+// start starts bin with args; the test's cleanup kills its process group.
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
-	log := filepath.Join(t.TempDir(), name+".log")
-	out, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = out.Close()
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: log, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		_ = out.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			t.Logf("--- %s log (last 40 lines) ---\n%s", name, p.tail(40))
-		}
-	})
-	return p
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) tail(n int) string {
-	data, err := os.ReadFile(p.log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
-
-// grep returns the log lines containing s, case-insensitively.
-func (p *proc) grep(s string) []string {
-	f, err := os.Open(p.log)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(strings.ToLower(sc.Text()), strings.ToLower(s)) {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
+	return testenv.StartProcess(t, name, bin, args...)
 }
 
 // freeAddr returns a loopback address whose port was free a moment ago.

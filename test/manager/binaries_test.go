@@ -42,8 +42,8 @@ func TestManagerAndSimBinaries(t *testing.T) {
 
 	// Without its driver the manager cannot make progress: not ready, and
 	// the failing check names the driver.
-	sim.signal(t, syscall.SIGTERM)
-	if code := sim.waitExit(t, exitBound); code != 0 {
+	sim.Signal(t, syscall.SIGTERM)
+	if code := sim.WaitExit(t, exitBound); code != 0 {
 		t.Errorf("millwright-sim exited with %d after SIGTERM; want 0", code)
 	}
 	eventually(t, 15*time.Second, "/readyz to fail without the driver", func() (bool, error) {
@@ -51,8 +51,8 @@ func TestManagerAndSimBinaries(t *testing.T) {
 		return code == 500 && strings.Contains(body, "[-]driver-sim failed"), err
 	})
 
-	mgr.signal(t, syscall.SIGTERM)
-	if code := mgr.waitExit(t, exitBound); code != 0 {
+	mgr.Signal(t, syscall.SIGTERM)
+	if code := mgr.WaitExit(t, exitBound); code != 0 {
 		t.Errorf("millwright-manager exited with %d after SIGTERM; want 0", code)
 	}
 }

@@ -57,45 +57,45 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	})
 	first := holder(t, ns)
 	if first == "" {
-		t.Fatalf("%s leads but the Lease has no holder", leader.name)
+		t.Fatalf("%s leads but the Lease has no holder", leader.Name)
 	}
 
 	createClass(t, ns)
 	createMachine(t, ns, ns+"-m1")
 	waitRunning(t, ns, ns+"-m1", 60*time.Second)
 	if n := leader.reconciles(t); n == 0 {
-		t.Errorf("the leader %s reports no Machine reconciles", leader.name)
+		t.Errorf("the leader %s reports no Machine reconciles", leader.Name)
 	}
 	if n := follower.reconciles(t); n != 0 {
-		t.Errorf("the follower %s reconciled %v times", follower.name, n)
+		t.Errorf("the follower %s reconciled %v times", follower.Name, n)
 	}
 
 	// kill -9: the leader cannot release the Lease; it must expire.
-	if err := leader.cmd.Process.Kill(); err != nil {
+	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	took := eventually(t, leaseDuration+renewDeadline, "the follower to take the Lease", func() (bool, error) {
 		h := holder(t, ns)
 		return h != "" && h != first, nil
 	})
-	t.Logf("%s took over %s after the leader was killed", follower.name, took.Round(100*time.Millisecond))
-	eventually(t, 5*time.Second, follower.name+" to say it leads", follower.leading)
+	t.Logf("%s took over %s after the leader was killed", follower.Name, took.Round(100*time.Millisecond))
+	eventually(t, 5*time.Second, follower.Name+" to say it leads", follower.leading)
 
 	createMachine(t, ns, ns+"-m2")
 	waitRunning(t, ns, ns+"-m2", 60*time.Second)
 	if n := follower.reconciles(t); n == 0 {
-		t.Errorf("the new leader %s reports no Machine reconciles", follower.name)
+		t.Errorf("the new leader %s reports no Machine reconciles", follower.Name)
 	}
 
-	follower.signal(t, syscall.SIGTERM)
-	if code := follower.waitExit(t, exitBound); code != 0 {
-		t.Errorf("%s exited with %d after SIGTERM; want 0", follower.name, code)
+	follower.Signal(t, syscall.SIGTERM)
+	if code := follower.WaitExit(t, exitBound); code != 0 {
+		t.Errorf("%s exited with %d after SIGTERM; want 0", follower.Name, code)
 	}
 	if h := holder(t, ns); h != "" {
 		t.Errorf("the Lease is still held by %q after its holder stopped gracefully", h)
 	}
-	sim.signal(t, syscall.SIGTERM)
-	if code := sim.waitExit(t, exitBound); code != 0 {
+	sim.Signal(t, syscall.SIGTERM)
+	if code := sim.WaitExit(t, exitBound); code != 0 {
 		t.Errorf("millwright-sim exited with %d after SIGTERM; want 0", code)
 	}
 }

@@ -2,105 +2,28 @@ package manager_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
-// proc is one program under test, in its own process group, its output in
-// a file that the test prints when it fails.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error // the exit status; set before done closes
-}
+// proc is one program under test (see testenv.Process).
+type proc = testenv.Process
 
-// start starts bin with args. Cleanup kills the process group, so a failed
-// test leaves nothing running.
+// start starts bin with args; the test's cleanup kills its process group.
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
-	log := filepath.Join(t.TempDir(), name+".log")
-	out, err := os.Create(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = out.Close()
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: log, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = out.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		if t.Failed() {
-			t.Logf("--- %s log (last 40 lines) ---\n%s", name, p.tail(40))
-		}
-	})
-	return p
-}
-
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signalling %s: %v", p.name, err)
-	}
-}
-
-// waitExit waits up to bound for the process to exit and returns its exit
-// code (-1 for a death by signal).
-func (p *proc) waitExit(t *testing.T, bound time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(bound):
-		t.Fatalf("%s did not exit within %s", p.name, bound)
-		return 0
-	}
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) tail(n int) string {
-	data, err := os.ReadFile(p.log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
+	return testenv.StartProcess(t, name, bin, args...)
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.

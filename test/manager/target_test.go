@@ -59,8 +59,8 @@ func TestInProcessSimWithSeparateTargetCluster(t *testing.T) {
 		return code == 200, err
 	})
 
-	m.signal(t, syscall.SIGTERM)
-	if code := m.waitExit(t, exitBound); code != 0 {
+	m.Signal(t, syscall.SIGTERM)
+	if code := m.WaitExit(t, exitBound); code != 0 {
 		t.Errorf("millwright-manager exited with %d after SIGTERM; want 0", code)
 	}
 }

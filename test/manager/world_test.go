@@ -39,8 +39,8 @@ func startSim(t *testing.T, dir string) (*proc, string) {
 		"--endpoint", endpoint, "--admin-address", admin,
 		"--kubeconfig", kubeconfig, "--node-mode", "builtin")
 	eventually(t, 30*time.Second, "the sim's admin API", func() (bool, error) {
-		if p.exited() {
-			t.Fatalf("millwright-sim exited at start:\n%s", p.tail(20))
+		if p.HasExited() {
+			t.Fatalf("millwright-sim exited at start:\n%s", p.LogTail(20))
 		}
 		code, _, err := get("http://" + admin + "/vms")
 		return code == 200, err
@@ -85,7 +85,7 @@ func (m *managerProc) reconciles(t *testing.T) float64 {
 	t.Helper()
 	body, err := m.scrape()
 	if err != nil {
-		t.Fatalf("%s: %v", m.name, err)
+		t.Fatalf("%s: %v", m.Name, err)
 	}
 	var total float64
 	for _, result := range []string{"success", "error", "requeue", "requeue_after"} {
