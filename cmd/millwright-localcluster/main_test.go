@@ -8,13 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // runMainEnv makes the test binary run the command's main instead of the
@@ -53,7 +54,7 @@ func TestUpStopsOnInterrupt(t *testing.T) {
 	if !strings.Contains(up.stderr.String(), "stopped.") {
 		t.Errorf("up did not report stopping; stderr:\n%s", up.stderr)
 	}
-	if left := processesUsing(t, dir); len(left) > 0 {
+	if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
 		t.Errorf("processes left after SIGINT: %v", left)
 	}
 }
@@ -63,7 +64,7 @@ func TestUpStopsOnInterrupt(t *testing.T) {
 func TestUpKilledTakesItsComponentsAlong(t *testing.T) {
 	dir := t.TempDir()
 	up := startUp(t, "--dir", dir)
-	if running := processesUsing(t, dir); len(running) < 5 {
+	if running := testenv.ProcessesUsing(t, dir); len(running) < 5 {
 		t.Fatalf("want the five components running, found %v", running)
 	}
 	if err := up.cmd.Process.Kill(); err != nil {
@@ -72,7 +73,7 @@ func TestUpKilledTakesItsComponentsAlong(t *testing.T) {
 	_ = up.wait(t, 10*time.Second)
 	var left []string
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		left = processesUsing(t, dir)
+		left = testenv.ProcessesUsing(t, dir)
 		return len(left) == 0, nil
 	})
 	if err != nil {
@@ -186,32 +187,4 @@ func binDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// processesUsing lists the processes with dir in their command line, as
-// every component has (its flags name files in the cluster's directory).
-func processesUsing(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// The command itself has --dir on its command line; only the
-		// components count. A zombie's cmdline is empty.
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if strings.Contains(string(cmdline), dir) && args[0] != os.Args[0] {
-			found = append(found, fmt.Sprintf("%d: %s", pid, strings.Join(args, " ")))
-		}
-	}
-	return found
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // TestCluster starts one cluster and runs the checks on it in order: the
@@ -232,7 +233,7 @@ func TestCluster(t *testing.T) {
 		}
 		// The scan below must see the running control plane, or its
 		// finding nothing after Stop would prove nothing.
-		if running := processesUsing(t, dir); len(running) < len(Components()) {
+		if running := testenv.ProcessesUsing(t, dir); len(running) < len(Components()) {
 			t.Fatalf("found %d processes using %s, want at least %d: %v", len(running), dir, len(Components()), running)
 		}
 		if err := c.Stop(); err != nil {
@@ -243,7 +244,7 @@ func TestCluster(t *testing.T) {
 				t.Errorf("%s (pid %d) still exists after Stop", name, pid)
 			}
 		}
-		if left := processesUsing(t, dir); len(left) > 0 {
+		if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
 			t.Errorf("processes left after Stop: %v", left)
 		}
 		if len(c.PIDs()) != 0 {
@@ -281,7 +282,7 @@ func TestStartFailureStopsWhatStarted(t *testing.T) {
 			t.Errorf("%s was never started: the failure came too early to test the clean-up", name)
 		}
 	}
-	if left := processesUsing(t, dir); len(left) > 0 {
+	if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
 		t.Errorf("processes left after a failed Start: %v", left)
 	}
 }
@@ -315,7 +316,7 @@ func TestStartInterrupted(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temporary Dir %s not removed: %v", dir, err)
 	}
-	if left := processesUsing(t, dir); len(left) > 0 {
+	if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
 		t.Errorf("processes left after an interrupted Start: %v", left)
 	}
 }
@@ -394,31 +395,6 @@ func poll(t *testing.T, timeout time.Duration, done func(ctx context.Context) (b
 // once it has exited and been reaped.
 func processAlive(pid int) bool {
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
-}
-
-// processesUsing lists the processes with dir in their command line:
-// every component names files in the cluster's Dir in its flags.
-func processesUsing(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil { // exited meanwhile
-			continue
-		}
-		if bytes.Contains(cmdline, []byte(dir)) {
-			found = append(found, fmt.Sprintf("%d: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-		}
-	}
-	return found
 }
 
 func logSays(t *testing.T, path, want string) bool {

@@ -2,32 +2,14 @@ package manager
 
 import (
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
-
-// unreachableKubeconfig writes a kubeconfig for an API server that is not
-// there: start-up must fail on the driver before it talks to any cluster.
-func unreachableKubeconfig(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-users: [{name: u, user: {token: t}}]
-current-context: c
-`
-	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // runCommand runs millwright-manager with args and returns its error,
 // failing the test if it does not return within bound.
@@ -51,7 +33,7 @@ func runCommand(t *testing.T, bound time.Duration, args ...string) error {
 func TestStartupFailsWhenDriverSocketIsMissing(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "missing.sock")
 	err := runCommand(t, 20*time.Second,
-		"--kubeconfig", unreachableKubeconfig(t),
+		"--kubeconfig", testenv.OfflineKubeconfig(t),
 		"--driver", "sim=unix://"+socket,
 		"--driver-startup-timeout", "1s",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
@@ -87,7 +69,7 @@ func TestStartupFailsWhenDriverDoesNotAnswer(t *testing.T) {
 		}
 	}()
 	err = runCommand(t, 20*time.Second,
-		"--kubeconfig", unreachableKubeconfig(t),
+		"--kubeconfig", testenv.OfflineKubeconfig(t),
 		"--driver", "sim=unix://"+socket,
 		"--driver-startup-timeout", "1s",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")

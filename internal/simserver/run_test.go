@@ -13,26 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
-
-// offlineKubeconfig points at an API server that is not there: the driver
-// and the snapshot work without one (Node writes fail and are retried).
-func offlineKubeconfig(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	const kc = `apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-contexts: [{name: c, context: {cluster: c, user: u}}]
-users: [{name: u, user: {token: t}}]
-current-context: c
-`
-	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // runSim runs Run in the background and returns a function that stops it
 // as SIGTERM would and returns Run's error.
@@ -70,7 +53,7 @@ func TestSnapshotSurvivesRestart(t *testing.T) {
 	o := NewOptions()
 	o.Endpoint = "unix://" + filepath.Join(dir, "sim.sock")
 	o.AdminAddress = "127.0.0.1:0"
-	o.Kubeconfig = offlineKubeconfig(t)
+	o.Kubeconfig = testenv.OfflineKubeconfig(t)
 	o.NodeMode = "builtin"
 	o.SnapshotPath = filepath.Join(dir, "sim.json")
 
@@ -108,7 +91,7 @@ func TestRunFailsWhenSocketIsTaken(t *testing.T) {
 	o := NewOptions()
 	o.Endpoint = "unix://" + filepath.Join(dir, "sim.sock")
 	o.AdminAddress = ""
-	o.Kubeconfig = offlineKubeconfig(t)
+	o.Kubeconfig = testenv.OfflineKubeconfig(t)
 	runSim(t, o)
 	dial(t, o.Endpoint) // the first sim serves
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -65,10 +64,10 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	fromUnstructured(t, find(t, objs, "Deployment", "millwright-manager"), d)
 	spec := d.Spec.Template.Spec
 	sock := filepath.Join(dir, "sim.sock")
-	health, metrics := freeAddr(t), freeAddr(t)
+	health, metrics := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	simArgs := withFlags(t, container(t, spec.InitContainers, "sim").Args, map[string]string{
 		"--endpoint":      "unix://" + sock,
-		"--admin-address": freeAddr(t),
+		"--admin-address": testenv.FreeAddr(t),
 	}, "--kubeconfig="+kubeconfig)
 	managerArgs := withFlags(t, container(t, spec.Containers, "manager").Args, map[string]string{
 		"--driver":                    "sim=unix://" + sock,
@@ -352,17 +351,6 @@ type proc = testenv.Process
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	return testenv.StartProcess(t, name, bin, args...)
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func get(url string) (int, string, error) {

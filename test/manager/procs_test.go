@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,17 +23,6 @@ type proc = testenv.Process
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	return testenv.StartProcess(t, name, bin, args...)
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // eventually polls cond every 100ms until it holds, fails the test after

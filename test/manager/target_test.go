@@ -31,7 +31,7 @@ func TestInProcessSimWithSeparateTargetCluster(t *testing.T) {
 	}
 
 	ns := namespace(t, "split")
-	m := &managerProc{metrics: freeAddr(t), health: freeAddr(t)}
+	m := &managerProc{metrics: testenv.FreeAddr(t), health: testenv.FreeAddr(t)}
 	m.proc = start(t, "millwright-manager", managerBin,
 		"--control-kubeconfig", kubeconfig,
 		"--target-kubeconfig", targetKubeconfig,

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 var nsSeq atomic.Int64
@@ -34,7 +35,7 @@ func namespace(t *testing.T, prefix string) string {
 func startSim(t *testing.T, dir string) (*proc, string) {
 	t.Helper()
 	endpoint := "unix://" + filepath.Join(dir, "sim.sock")
-	admin := freeAddr(t)
+	admin := testenv.FreeAddr(t)
 	p := start(t, "millwright-sim", simBin,
 		"--endpoint", endpoint, "--admin-address", admin,
 		"--kubeconfig", kubeconfig, "--node-mode", "builtin")
@@ -58,7 +59,7 @@ type managerProc struct {
 // endpoint as driver "sim", on free loopback ports.
 func startManager(t *testing.T, name, ns, endpoint string, extra ...string) *managerProc {
 	t.Helper()
-	m := &managerProc{metrics: freeAddr(t), health: freeAddr(t)}
+	m := &managerProc{metrics: testenv.FreeAddr(t), health: testenv.FreeAddr(t)}
 	args := append([]string{
 		"--kubeconfig", kubeconfig,
 		"--namespace", ns,
