@@ -2,12 +2,15 @@ package testenv
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
@@ -66,4 +69,16 @@ current-context: c
 		t.Fatal(err)
 	}
 	return path
+}
+
+// HTTPGet fetches url (5 s at most) and returns its status and body.
+func HTTPGet(url string) (int, string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }

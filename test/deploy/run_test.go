@@ -3,7 +3,6 @@ package deploy_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -85,13 +84,13 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 				t.Fatalf("%s exited:\n%s", p.Name, p.LogTail(30))
 			}
 		}
-		code, body, err := get("http://" + health + "/readyz")
+		code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("/readyz answered %d: %s", code, body)
 		}
 		return code == http.StatusOK, err
 	})
-	if code, _, err := get("http://" + metrics + "/metrics"); code != http.StatusOK {
+	if code, _, err := testenv.HTTPGet("http://" + metrics + "/metrics"); code != http.StatusOK {
 		t.Errorf("/metrics on the Deployment's metrics address answered %d (%v)", code, err)
 	}
 	lease := &coordinationv1.Lease{}
@@ -351,17 +350,6 @@ type proc = testenv.Process
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	return testenv.StartProcess(t, name, bin, args...)
-}
-
-func get(url string) (int, string, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
 }
 
 // eventually polls cond every 200ms until it holds, failing the test after

@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // exitBound is how long a program may take to stop after SIGTERM.
@@ -31,7 +33,7 @@ func TestManagerAndSimBinaries(t *testing.T) {
 		}
 		return code == 200, err
 	})
-	if code, _, err := get("http://" + mgr.health + "/healthz"); code != 200 {
+	if code, _, err := testenv.HTTPGet("http://" + mgr.health + "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d %v", code, err)
 	}
 	eventually(t, 10*time.Second, "/metrics to count the Running Machine", func() (bool, error) {

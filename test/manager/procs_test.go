@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,18 +39,6 @@ func eventually(t *testing.T, bound time.Duration, what string, cond func() (boo
 		t.Fatalf("waiting %s for %s: %v (last error: %v)", bound, what, err, last)
 	}
 	return time.Since(began)
-}
-
-// get fetches url and returns its status and body.
-func get(url string) (int, string, error) {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
 }
 
 // metric returns the value of the sample of name whose labels include

@@ -43,7 +43,7 @@ func startSim(t *testing.T, dir string) (*proc, string) {
 		if p.HasExited() {
 			t.Fatalf("millwright-sim exited at start:\n%s", p.LogTail(20))
 		}
-		code, _, err := get("http://" + admin + "/vms")
+		code, _, err := testenv.HTTPGet("http://" + admin + "/vms")
 		return code == 200, err
 	})
 	return p, endpoint
@@ -74,7 +74,7 @@ func startManager(t *testing.T, name, ns, endpoint string, extra ...string) *man
 }
 
 func (m *managerProc) scrape() (string, error) {
-	code, body, err := get("http://" + m.metrics + "/metrics")
+	code, body, err := testenv.HTTPGet("http://" + m.metrics + "/metrics")
 	if err == nil && code != 200 {
 		err = fmt.Errorf("/metrics answered %d", code)
 	}
@@ -152,6 +152,6 @@ func waitRunning(t *testing.T, ns, name string, bound time.Duration) {
 
 // readyz returns /readyz's status and body (the failed checks, if any).
 func (m *managerProc) readyz() (int, string, error) {
-	code, body, err := get("http://" + m.health + "/readyz")
+	code, body, err := testenv.HTTPGet("http://" + m.health + "/readyz")
 	return code, strings.TrimSpace(body), err
 }
