@@ -67,7 +67,6 @@ func newSafety(mgr ctrl.Manager, target cluster.Cluster, ds *drivers, o *Options
 	cfg.OrphanConfirmAfter = min(cfg.OrphanConfirmAfter, o.Safety.OrphanVMsPeriod)
 	cfg.APIServerCheckPeriod = o.Safety.APIServerCheckPeriod
 	cfg.APIServerCheckTimeout = o.Safety.APIServerCheckTimeout
-	cfg.StaleNodeAge = o.Machine.CreationTimeout
 	cfg.DriverCallTimeout = o.Machine.DriverCallTimeout
 	cfg.BackoffBase, cfg.BackoffCap = o.Machine.BackoffBase, o.Machine.BackoffCap
 	cfg.Namespace = o.Namespace

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,9 +223,9 @@ func removeTaint(taints []corev1.Taint, key string) []corev1.Taint {
 }
 
 func equalNode(a, b *corev1.Node) bool {
-	ja, _ := json.Marshal([]any{a.Labels, a.Annotations, a.Spec.Taints})
-	jb, _ := json.Marshal([]any{b.Labels, b.Annotations, b.Spec.Taints})
-	return string(ja) == string(jb)
+	return equality.Semantic.DeepEqual(a.Labels, b.Labels) &&
+		equality.Semantic.DeepEqual(a.Annotations, b.Annotations) &&
+		equality.Semantic.DeepEqual(a.Spec.Taints, b.Spec.Taints)
 }
 
 // nodeReady returns the Node's Ready condition, or nil.

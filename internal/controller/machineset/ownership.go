@@ -11,10 +11,6 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
-func controllerOf(m *v1alpha1.Machine) *metav1.OwnerReference {
-	return metav1.GetControllerOf(m)
-}
-
 // ownerRef makes ms the controller of a Machine; BlockOwnerDeletion lets a
 // foreground deletion of the MachineSet wait for its Machines.
 func ownerRef(ms *v1alpha1.MachineSet) metav1.OwnerReference {

@@ -110,7 +110,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	s.owned = map[string]*v1alpha1.Machine{}
 	for i := range list.Items {
 		m := &list.Items[i]
-		owner := controllerOf(m)
+		owner := metav1.GetControllerOf(m)
 		matches := s.selector.Matches(labels.Set(m.Labels))
 		switch {
 		case owner != nil && owner.UID == s.ms.UID && matches:

@@ -14,10 +14,6 @@ type Config struct {
 	APIServerCheckPeriod time.Duration
 	// APIServerCheckTimeout bounds one probe.
 	APIServerCheckTimeout time.Duration
-	// StaleNodeAge is how old a Node without a Machine must be to be
-	// reported: the machine creation timeout, by which any Machine would
-	// have claimed its Node.
-	StaleNodeAge time.Duration
 	// DriverCallTimeout bounds one driver call.
 	DriverCallTimeout time.Duration
 	// BackoffBase and BackoffCap bound the retries of failed driver calls.
@@ -35,7 +31,6 @@ func DefaultConfig() Config {
 		OrphanConfirmAfter:    time.Minute,
 		APIServerCheckPeriod:  time.Minute,
 		APIServerCheckTimeout: 30 * time.Second,
-		StaleNodeAge:          20 * time.Minute,
 		DriverCallTimeout:     time.Minute,
 		BackoffBase:           5 * time.Second,
 		BackoffCap:            5 * time.Minute,

@@ -18,12 +18,8 @@ var (
 		Name: "millwright_frozen",
 		Help: "1 while the manager is frozen because an API server is unreachable, else 0.",
 	})
-	unmanagedNodes = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "millwright_unmanaged_nodes",
-		Help: "Nodes older than the creation timeout that no Machine owns.",
-	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(orphansFound, orphansCollected, frozenGauge, unmanagedNodes)
+	metrics.Registry.MustRegister(orphansFound, orphansCollected, frozenGauge)
 }
