@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools generate build lint test help demo
+.PHONY: all tools generate build lint test e2e bench help demo
 
 all: build
 
@@ -44,8 +44,20 @@ lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and go mod tidy must all be c
 	$(STATICCHECK) ./...
 	go mod tidy -diff
 
-test: tools lint ## Build the tools if missing, lint, and run every test (unit and envtest).
-	go test $(GO_TEST_FLAGS) ./...
+# test/e2e runs whole clusters of processes: it runs alone, after the
+# other packages, so that its timings are not squeezed by theirs.
+E2E_PKG := ./test/e2e/...
+UNIT_PKGS = $$(go list ./... | grep -v '/test/e2e')
+
+test: tools lint ## Build the tools if missing, lint, and run every test: unit, envtest, then end to end.
+	go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
+	$(MAKE) e2e
+
+e2e: tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apiserver, KCM, scheduler, kwok, sim, manager).
+	go test -count=1 -timeout=45m -p 1 -v $(E2E_PKG)
+
+bench: tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
+	go run ./test/bench -n $(or $(N),1000)
 
 demo: tools build ## Run Millwright on a local cluster with the simulated cloud (DEMO_EXIT=1: exit once Running).
 	$(BIN)/millwright-demo
