@@ -67,6 +67,9 @@ func newSafety(mgr ctrl.Manager, target cluster.Cluster, ds *drivers, o *Options
 	cfg.OrphanConfirmAfter = min(cfg.OrphanConfirmAfter, o.Safety.OrphanVMsPeriod)
 	cfg.APIServerCheckPeriod = o.Safety.APIServerCheckPeriod
 	cfg.APIServerCheckTimeout = o.Safety.APIServerCheckTimeout
+	cfg.SafetyUp, cfg.SafetyDown = o.Safety.SafetyUp, o.Safety.SafetyDown
+	cfg.OvershootingPeriod = o.Safety.OvershootingPeriod
+	cfg.StaleNodeAfter = o.Machine.CreationTimeout
 	cfg.DriverCallTimeout = o.Machine.DriverCallTimeout
 	cfg.BackoffBase, cfg.BackoffCap = o.Machine.BackoffBase, o.Machine.BackoffCap
 	cfg.Namespace = o.Namespace

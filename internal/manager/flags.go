@@ -41,6 +41,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&sf.OrphanVMsPeriod, "machine-safety-orphan-vms-period", sf.OrphanVMsPeriod, "time between two passes deleting VMs no Machine manages (a VM is deleted when seen orphaned on two consecutive passes)")
 	fs.DurationVar(&sf.APIServerCheckPeriod, "machine-safety-apiserver-statuscheck-period", sf.APIServerCheckPeriod, "how often the control and target API servers are probed; while one is unreachable no Machine changes phase")
 	fs.DurationVar(&sf.APIServerCheckTimeout, "machine-safety-apiserver-statuscheck-timeout", sf.APIServerCheckTimeout, "an API server not answering a probe within this is unreachable")
+	fs.Int32Var(&sf.SafetyUp, "safety-up", sf.SafetyUp, "a MachineSet or MachineDeployment whose Machines reach replicas + maxSurge + this is frozen: no scale-up")
+	fs.Int32Var(&sf.SafetyDown, "safety-down", sf.SafetyDown, "a frozen MachineSet or MachineDeployment unfreezes when its Machines fall to replicas + maxSurge + --safety-up − this")
+	fs.DurationVar(&sf.OvershootingPeriod, "machine-safety-overshooting-period", sf.OvershootingPeriod, "how often each MachineSet and MachineDeployment is checked for too many Machines (each Machine creation checks too)")
 
 	fs.Var(&driverFlag{specs: &o.Drivers}, "driver", "a driver as NAME=ENDPOINT: NAME is the MachineClass spec.provider, ENDPOINT unix:///path.sock, tcp://host:port or "+InProcessSim+" (the simulated cloud in this process, builtin Nodes); repeatable")
 	fs.DurationVar(&o.DriverStartupTimeout, "driver-startup-timeout", o.DriverStartupTimeout, "at start-up, wait this long for every driver to answer GetPluginInfo")

@@ -85,6 +85,12 @@ type Safety struct {
 	APIServerCheckPeriod time.Duration
 	// APIServerCheckTimeout bounds one probe.
 	APIServerCheckTimeout time.Duration
+	// SafetyUp is how many Machines above replicas + maxSurge freeze a set.
+	SafetyUp int32
+	// SafetyDown is how far below the freezing count a freeze lifts.
+	SafetyDown int32
+	// OvershootingPeriod is the time between two overshoot checks.
+	OvershootingPeriod time.Duration
 }
 
 // LeaderElection configures the Lease that elects the active replica.
@@ -127,6 +133,9 @@ func NewOptions() *Options {
 			OrphanVMsPeriod:       15 * time.Minute,
 			APIServerCheckPeriod:  time.Minute,
 			APIServerCheckTimeout: 30 * time.Second,
+			SafetyUp:              2,
+			SafetyDown:            1,
+			OvershootingPeriod:    time.Minute,
 		},
 
 		DriverStartupTimeout: 30 * time.Second,

@@ -43,6 +43,7 @@ func (o *Options) Validate() error {
 		{"machine-safety-orphan-vms-period", o.Safety.OrphanVMsPeriod},
 		{"machine-safety-apiserver-statuscheck-period", o.Safety.APIServerCheckPeriod},
 		{"machine-safety-apiserver-statuscheck-timeout", o.Safety.APIServerCheckTimeout},
+		{"machine-safety-overshooting-period", o.Safety.OvershootingPeriod},
 		{"leader-elect-lease-duration", o.LeaderElection.LeaseDuration},
 		{"leader-elect-renew-deadline", o.LeaderElection.RenewDeadline},
 		{"leader-elect-retry-period", o.LeaderElection.RetryPeriod},
@@ -57,8 +58,12 @@ func (o *Options) Validate() error {
 
 	v.check(o.Machine.MaxEvictRetries >= 0, "max-evict-retries", "must not be negative, got %d", o.Machine.MaxEvictRetries)
 	v.check(o.Machine.MaxConcurrentReplacements >= 0, "max-concurrent-replacements", "must not be negative, got %d", o.Machine.MaxConcurrentReplacements)
-	// Down 0 would freeze and unfreeze at the same count; down above up
-	// would keep a MachineSet back at its replicas frozen for ever.
+	// Up 0 would freeze every rollout at its full surge; down 0 would
+	// freeze and unfreeze at the same count; down above up would keep a
+	// MachineSet back at its replicas frozen for ever.
+	v.check(o.Safety.SafetyUp >= 1, "safety-up", "must be at least 1, got %d", o.Safety.SafetyUp)
+	v.check(o.Safety.SafetyDown >= 1 && o.Safety.SafetyDown <= o.Safety.SafetyUp, "safety-down",
+		"must be between 1 and --safety-up (%d), got %d", o.Safety.SafetyUp, o.Safety.SafetyDown)
 	for _, c := range o.Machine.NodeConditions {
 		v.check(nodeConditionPattern.MatchString(c) && len(c) <= 316, "node-conditions",
 			"%q is not a Node condition type such as KernelDeadlock: letters, digits, '-', '_' and '.', optionally prefixed by a DNS name and '/'", c)

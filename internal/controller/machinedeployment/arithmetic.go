@@ -165,3 +165,11 @@ func onDeleteReplicas(replicas int32, old []setView, left []int32) (newTarget in
 	}
 	return max(0, replicas-kept), oldTargets
 }
+
+// MaxSurge is how many Machines above spec.replicas md may have during a
+// rollout (maxSurge resolved against replicas; 0 unless RollingUpdate).
+// The safety controller's overshoot limit builds on it.
+func MaxSurge(md *v1alpha1.MachineDeployment) (int32, error) {
+	surge, _, err := fenceposts(md)
+	return surge, err
+}

@@ -51,6 +51,9 @@ type APIServerMonitor struct {
 	Recorder events.EventRecorder
 	// Config holds the period and the probe timeout.
 	Config Config
+	// Elected is closed once this replica leads (mgr.Elected()); nil means
+	// it always does.
+	Elected <-chan struct{}
 
 	blind time.Time // when the freeze began; touched only by Start
 }
@@ -94,6 +97,7 @@ func (m *APIServerMonitor) check(ctx context.Context, lg logr.Logger) {
 		if !frozen {
 			m.blind = time.Now()
 			lg.Info("FROZEN: no Machine transitions until the API servers answer again", "why", why)
+			m.announce(ctx, corev1.EventTypeWarning, "ManagerFrozen", "no Machine changes phase, no VM is created: "+why)
 		}
 		m.Freeze.set("apiservers", why)
 	case frozen:
@@ -105,7 +109,50 @@ func (m *APIServerMonitor) check(ctx context.Context, lg logr.Logger) {
 			return
 		}
 		m.Freeze.set("apiservers", "")
-		lg.Info("UNFROZEN: the API servers answer again", "frozenFor", time.Since(m.blind).Round(time.Second).String(), "healthTimersRestarted", n)
+		frozenFor := time.Since(m.blind).Round(time.Second).String()
+		lg.Info("UNFROZEN: the API servers answer again", "frozenFor", frozenFor, "healthTimersRestarted", n)
+		m.announce(ctx, corev1.EventTypeNormal, "ManagerUnfrozen",
+			fmt.Sprintf("the API servers answer again after %s; %d health timers restarted", frozenFor, n))
+	}
+}
+
+// scope limits lists to the managed namespace, if any.
+func (m *APIServerMonitor) scope() []client.ListOption {
+	if m.Config.Namespace != "" {
+		return []client.ListOption{client.InNamespace(m.Config.Namespace)}
+	}
+	return nil
+}
+
+// leading reports whether this replica is the leader (always, without
+// leader election): only the leader writes, the others just keep their
+// freeze in step.
+func (m *APIServerMonitor) leading() bool {
+	if m.Elected == nil {
+		return true
+	}
+	select {
+	case <-m.Elected:
+		return true
+	default:
+		return false
+	}
+}
+
+// announce records an Event on every MachineDeployment the manager
+// manages, where `kubectl describe` shows it. The list comes from the
+// cache, which still answers while the API server does not; the recorder
+// retries the Event until the API server takes it.
+func (m *APIServerMonitor) announce(ctx context.Context, kind, reason, msg string) {
+	if m.Recorder == nil || !m.leading() {
+		return
+	}
+	mds := &v1alpha1.MachineDeploymentList{}
+	if err := m.Client.List(ctx, mds, m.scope()...); err != nil {
+		return
+	}
+	for i := range mds.Items {
+		m.Recorder.Eventf(&mds.Items[i], nil, kind, reason, "APIServerCheck", "%s", msg)
 	}
 }
 
@@ -113,12 +160,11 @@ func (m *APIServerMonitor) check(ctx context.Context, lg logr.Logger) {
 // that has one, so that no Machine is declared Failed because the observer
 // was blind.
 func (m *APIServerMonitor) restartHealthTimers(ctx context.Context) (int, error) {
-	machines := &v1alpha1.MachineList{}
-	var opts []client.ListOption
-	if m.Config.Namespace != "" {
-		opts = append(opts, client.InNamespace(m.Config.Namespace))
+	if !m.leading() {
+		return 0, nil
 	}
-	if err := m.Client.List(ctx, machines, opts...); err != nil {
+	machines := &v1alpha1.MachineList{}
+	if err := m.Client.List(ctx, machines, m.scope()...); err != nil {
 		return 0, err
 	}
 	now := metav1.Now()

@@ -14,6 +14,19 @@ type Config struct {
 	APIServerCheckPeriod time.Duration
 	// APIServerCheckTimeout bounds one probe.
 	APIServerCheckTimeout time.Duration
+	// SafetyUp is how many Machines above replicas + maxSurge freeze a
+	// MachineSet or MachineDeployment.
+	SafetyUp int32
+	// SafetyDown is how far below the freezing count the Machines must fall
+	// for the freeze to lift by itself.
+	SafetyDown int32
+	// OvershootingPeriod is the time between two overshoot checks of one
+	// MachineSet or MachineDeployment (each Machine creation checks too).
+	OvershootingPeriod time.Duration
+	// StaleNodeAfter is how old a Node no Machine owns must be to be
+	// reported: a Machine's creation timeout, since a Node may register
+	// before its Machine records the VM.
+	StaleNodeAfter time.Duration
 	// DriverCallTimeout bounds one driver call.
 	DriverCallTimeout time.Duration
 	// BackoffBase and BackoffCap bound the retries of failed driver calls.
@@ -31,6 +44,10 @@ func DefaultConfig() Config {
 		OrphanConfirmAfter:    time.Minute,
 		APIServerCheckPeriod:  time.Minute,
 		APIServerCheckTimeout: 30 * time.Second,
+		SafetyUp:              2,
+		SafetyDown:            1,
+		OvershootingPeriod:    time.Minute,
+		StaleNodeAfter:        20 * time.Minute,
 		DriverCallTimeout:     time.Minute,
 		BackoffBase:           5 * time.Second,
 		BackoffCap:            5 * time.Minute,

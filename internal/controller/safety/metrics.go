@@ -18,8 +18,12 @@ var (
 		Name: "millwright_frozen",
 		Help: "1 while the manager is frozen because an API server is unreachable, else 0.",
 	})
+	unmanagedNodes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "millwright_unmanaged_nodes",
+		Help: "Nodes no Machine owns, older than the creation timeout (annotated machine.millwright.dev/not-managed).",
+	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(orphansFound, orphansCollected, frozenGauge)
+	metrics.Registry.MustRegister(orphansFound, orphansCollected, frozenGauge, unmanagedNodes)
 }

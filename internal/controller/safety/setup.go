@@ -2,6 +2,7 @@ package safety
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -42,7 +43,7 @@ func (c *Controller) OrphansSuspected(class types.NamespacedName) { c.orphans.Su
 func (c *Controller) Orphans() *OrphanCollector { return &c.orphans }
 
 // SetupWithManager registers every part with mgr; Nodes come from target.
-func (c *Controller) SetupWithManager(_ context.Context, mgr ctrl.Manager, target cluster.Cluster) error {
+func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster) error {
 	rec := mgr.GetEventRecorder("safety-controller")
 	c.orphans.Client = mgr.GetClient()
 	c.orphans.APIReader = mgr.GetAPIReader()
@@ -53,8 +54,17 @@ func (c *Controller) SetupWithManager(_ context.Context, mgr ctrl.Manager, targe
 	if err := mgr.Add(&c.orphans); err != nil {
 		return err
 	}
+	over := &overshoot{client: mgr.GetClient(), recorder: rec, cfg: c.Config}
+	if err := over.setup(ctx, mgr); err != nil {
+		return err
+	}
+	stale := &staleNodes{machines: mgr.GetClient(), nodes: target.GetClient(),
+		recorder: target.GetEventRecorder("safety-controller"), cfg: c.Config, now: time.Now}
+	if err := stale.setup(mgr, target); err != nil {
+		return err
+	}
 	if len(c.Probes) > 0 {
-		mon := &APIServerMonitor{Probes: c.Probes, Freeze: &c.freeze, Client: mgr.GetClient(), Recorder: rec, Config: c.Config}
+		mon := &APIServerMonitor{Probes: c.Probes, Freeze: &c.freeze, Client: mgr.GetClient(), Recorder: rec, Config: c.Config, Elected: mgr.Elected()}
 		if err := mgr.Add(mon); err != nil {
 			return err
 		}

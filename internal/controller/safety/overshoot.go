@@ -1,0 +1,197 @@
+package safety
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+)
+
+// overshootVerdict is what the overshoot check does to one MachineSet or
+// MachineDeployment.
+type overshootVerdict struct {
+	freeze, unfreeze, dropOverride bool
+}
+
+// judgeOvershoot decides the freeze of a group of machines Machines whose
+// limit is replicas + maxSurge + safety-up. It freezes at the limit and
+// unfreezes at limit − down. A person's unfreeze annotation (override)
+// lifts the freeze and holds it off until the count is back under the
+// unfreeze mark, where the annotation is dropped: from then on the check
+// guards the group again.
+func judgeOvershoot(machines, limit, down int32, frozen, override bool) overshootVerdict {
+	calm := machines <= limit-down
+	switch {
+	case override:
+		return overshootVerdict{unfreeze: frozen, dropOverride: calm}
+	case !frozen && machines >= limit:
+		return overshootVerdict{freeze: true}
+	case frozen && calm:
+		return overshootVerdict{unfreeze: true}
+	}
+	return overshootVerdict{}
+}
+
+// overshoot freezes MachineSets and MachineDeployments that own too many
+// Machines: a controller bug or a cloud that half-performs creates must
+// not grow a fleet without bound. The MachineSet and MachineDeployment
+// controllers honour FrozenLabel (no scale-up) and show a Frozen condition.
+//
+// Only Machines not being deleted count: they are what a runaway creates,
+// and a rollout or scale-down with many Machines draining at once is not
+// an overshoot.
+type overshoot struct {
+	client   client.Client
+	recorder events.EventRecorder
+	cfg      Config
+}
+
+// reconcileSet checks one MachineSet.
+func (o *overshoot) reconcileSet(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ms := &v1alpha1.MachineSet{}
+	if err := o.client.Get(ctx, req.NamespacedName, ms); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	n, err := o.countMachines(ctx, ms)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var surge int32
+	if md, err := o.deploymentOf(ctx, ms); err != nil {
+		return reconcile.Result{}, err
+	} else if md != nil {
+		if surge, err = machinedeployment.MaxSurge(md); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return o.apply(ctx, ms, "MachineSet", n, ms.Spec.Replicas+surge)
+}
+
+// reconcileDeployment checks one MachineDeployment, counting the Machines
+// of all its MachineSets.
+func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	md := &v1alpha1.MachineDeployment{}
+	if err := o.client.Get(ctx, req.NamespacedName, md); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	surge, err := machinedeployment.MaxSurge(md)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	sets := &v1alpha1.MachineSetList{}
+	if err := o.client.List(ctx, sets, client.InNamespace(md.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return reconcile.Result{}, err
+	}
+	var n int32
+	for i := range sets.Items {
+		ms := &sets.Items[i]
+		if ref := metav1.GetControllerOf(ms); ref == nil || ref.UID != md.UID {
+			continue
+		}
+		c, err := o.countMachines(ctx, ms)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		n += c
+	}
+	return o.apply(ctx, md, "MachineDeployment", n, md.Spec.Replicas+surge)
+}
+
+// countMachines counts the Machines ms controls that are not being deleted.
+func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
+	machines := &v1alpha1.MachineList{}
+	if err := o.client.List(ctx, machines, client.InNamespace(ms.Namespace),
+		client.MatchingFields{machineSetIndex: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	var n int32
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// deploymentOf returns the MachineDeployment controlling ms, nil if none.
+func (o *overshoot) deploymentOf(ctx context.Context, ms *v1alpha1.MachineSet) (*v1alpha1.MachineDeployment, error) {
+	ref := metav1.GetControllerOf(ms)
+	if ref == nil || ref.Kind != "MachineDeployment" {
+		return nil, nil
+	}
+	md := &v1alpha1.MachineDeployment{}
+	err := o.client.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: ref.Name}, md)
+	if apierrors.IsNotFound(err) || (err == nil && md.UID != ref.UID) {
+		return nil, nil
+	}
+	return md, err
+}
+
+// apply judges obj (of kind), which has machines Machines and may have
+// allowed (replicas + maxSurge), writes the verdict to its metadata, and
+// checks again after the overshooting period.
+func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, machines, allowed int32) (reconcile.Result, error) {
+	limit := allowed + o.cfg.SafetyUp
+	_, frozen := obj.GetLabels()[v1alpha1.FrozenLabel]
+	_, override := obj.GetAnnotations()[v1alpha1.UnfreezeAnnotation]
+	v := judgeOvershoot(machines, limit, o.cfg.SafetyDown, frozen, override)
+	again := reconcile.Result{RequeueAfter: o.cfg.OvershootingPeriod}
+	if v == (overshootVerdict{}) {
+		return again, nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
+	switch {
+	case v.freeze:
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[v1alpha1.FrozenLabel] = "true"
+	case v.unfreeze:
+		delete(labels, v1alpha1.FrozenLabel)
+	}
+	if v.dropOverride {
+		delete(annotations, v1alpha1.UnfreezeAnnotation)
+	}
+	obj.SetLabels(labels)
+	obj.SetAnnotations(annotations)
+	if err := o.client.Patch(ctx, obj, patch); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	o.report(ctx, obj, kind, v, override, machines, limit)
+	return again, nil
+}
+
+// report logs and records an Event for a freeze or an unfreeze.
+func (o *overshoot) report(ctx context.Context, obj client.Object, kind string, v overshootVerdict, override bool, machines, limit int32) {
+	lg := log.FromContext(ctx)
+	switch {
+	case v.freeze:
+		msg := fmt.Sprintf("%d Machines reached the safety limit %d (replicas + maxSurge + safety-up): scale-up frozen until they fall to %d or %s is set",
+			machines, limit, limit-o.cfg.SafetyDown, v1alpha1.UnfreezeAnnotation)
+		lg.Info("FROZEN: too many Machines", "kind", kind, "machines", machines, "limit", limit)
+		o.event(obj, corev1.EventTypeWarning, "Frozen", msg)
+	case v.unfreeze && override:
+		lg.Info("unfrozen by the unfreeze annotation", "kind", kind, "machines", machines, "limit", limit)
+		o.event(obj, corev1.EventTypeNormal, "Unfrozen", fmt.Sprintf("unfrozen by %s with %d Machines (limit %d)", v1alpha1.UnfreezeAnnotation, machines, limit))
+	case v.unfreeze:
+		lg.Info("unfrozen: the Machines fell back", "kind", kind, "machines", machines, "limit", limit)
+		o.event(obj, corev1.EventTypeNormal, "Unfrozen", fmt.Sprintf("%d Machines, at most %d: scale-up resumes", machines, limit-o.cfg.SafetyDown))
+	}
+}
+
+func (o *overshoot) event(obj client.Object, kind, reason, msg string) {
+	if o.recorder != nil {
+		o.recorder.Eventf(obj, nil, kind, reason, "Overshoot", "%s", msg)
+	}
+}

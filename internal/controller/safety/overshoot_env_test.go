@@ -1,0 +1,155 @@
+package safety_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+)
+
+// A MachineSet of a MachineDeployment (replicas 1, maxSurge 1) whose
+// Machines reach 1 + 1 + safety-up (2) = 4 is frozen, and so is the
+// deployment; at 3 they unfreeze. No MachineSet controller runs, so only
+// the test makes and removes Machines, as a runaway controller would.
+func TestOvershootFreezesAndUnfreezes(t *testing.T) {
+	w := newWorld(t, setup{cfg: testConfig()})
+	w.Class("c", controllertest.SimSpec)
+	md, ms := w.deploymentAndSet("web", 1)
+
+	for i := range 3 {
+		w.ownedMachine(ms, fmt.Sprint("m", i))
+	}
+	w.staysUnfrozen(ms, 2*time.Second)
+	w.ownedMachine(ms, "m3")
+	w.expectFrozen(ms, true, 10*time.Second)
+	w.expectFrozen(md, true, 10*time.Second)
+	w.ExpectEvent("Frozen", ms.Name, md.Name)
+
+	w.DeleteMachine("m3")
+	w.expectFrozen(ms, false, 10*time.Second)
+	w.expectFrozen(md, false, 10*time.Second)
+	w.ExpectEvent("Unfrozen", ms.Name, md.Name)
+}
+
+// The unfreeze annotation lifts a freeze while the Machines are still too
+// many, holds off a new one, and is dropped once the count is back down.
+func TestOvershootUnfreezeAnnotation(t *testing.T) {
+	w := newWorld(t, setup{cfg: testConfig()})
+	w.Class("c", controllertest.SimSpec)
+	_, ms := w.deploymentAndSet("web", 1)
+	for i := range 4 {
+		w.ownedMachine(ms, fmt.Sprint("m", i))
+	}
+	w.expectFrozen(ms, true, 10*time.Second)
+
+	w.setAnnotation(ms, v1alpha1.UnfreezeAnnotation, "true")
+	w.expectFrozen(ms, false, 10*time.Second)
+	w.ownedMachine(ms, "m4") // 5 Machines: still not frozen, by the person's word
+	w.staysUnfrozen(ms, 2*time.Second)
+	if got := w.get(ms); got.GetAnnotations()[v1alpha1.UnfreezeAnnotation] == "" {
+		t.Fatalf("the unfreeze annotation was dropped with 5 Machines: %v", got.GetAnnotations())
+	}
+
+	w.DeleteMachine("m4")
+	w.DeleteMachine("m3")
+	w.Eventually(10*time.Second, "the unfreeze annotation to be dropped", func() (bool, error) {
+		return w.get(ms).GetAnnotations()[v1alpha1.UnfreezeAnnotation] == "", nil
+	})
+	// The check guards again: back at 4, frozen.
+	w.ownedMachine(ms, "m5")
+	w.expectFrozen(ms, true, 10*time.Second)
+}
+
+// deploymentAndSet creates a MachineDeployment of replicas (maxSurge 1)
+// and a MachineSet it controls, as the deployment controller would (which
+// does not run here).
+func (w *world) deploymentAndSet(name string, replicas int32) (*v1alpha1.MachineDeployment, *v1alpha1.MachineSet) {
+	w.T.Helper()
+	labels := map[string]string{"app": w.Prefix + name}
+	template := v1alpha1.MachineTemplateSpec{
+		Metadata: v1alpha1.ObjectMeta{Labels: labels},
+		Spec:     v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: "c"}},
+	}
+	surge := intstr.FromInt32(1)
+	md := &v1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Prefix + name, Namespace: w.NS},
+		Spec: v1alpha1.MachineDeploymentSpec{
+			Replicas: replicas,
+			Selector: v1alpha1.LabelSelector{MatchLabels: labels},
+			Template: template,
+			Strategy: v1alpha1.MachineDeploymentStrategy{RollingUpdate: &v1alpha1.RollingUpdateMachineDeployment{MaxSurge: &surge}},
+		},
+	}
+	w.Create(md)
+	ms := &v1alpha1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Prefix + name + "-1", Namespace: w.NS,
+			Labels:          map[string]string{v1alpha1.MachineDeploymentNameLabel: md.Name},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(md, "MachineDeployment")}},
+		Spec: v1alpha1.MachineSetSpec{Replicas: replicas, Selector: md.Spec.Selector, Template: template},
+	}
+	w.Create(ms)
+	return md, ms
+}
+
+// ownedMachine creates a Machine named Prefix+name controlled by ms.
+func (w *world) ownedMachine(ms *v1alpha1.MachineSet, name string) {
+	w.T.Helper()
+	w.Machine(name, "c", func(m *v1alpha1.Machine) {
+		m.Labels = map[string]string{v1alpha1.MachineDeploymentNameLabel: ms.Labels[v1alpha1.MachineDeploymentNameLabel]}
+		m.OwnerReferences = []metav1.OwnerReference{controllerRef(ms, "MachineSet")}
+	})
+}
+
+func controllerRef(owner client.Object, kind string) metav1.OwnerReference {
+	return *metav1.NewControllerRef(owner, v1alpha1.GroupVersion.WithKind(kind))
+}
+
+// get reads obj again, into a new object of its type.
+func (w *world) get(obj client.Object) client.Object {
+	w.T.Helper()
+	fresh := obj.DeepCopyObject().(client.Object)
+	if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), fresh); err != nil {
+		w.T.Fatal(err)
+	}
+	return fresh
+}
+
+func (w *world) expectFrozen(obj client.Object, frozen bool, timeout time.Duration) {
+	w.T.Helper()
+	w.Eventually(timeout, fmt.Sprintf("%s frozen=%v", obj.GetName(), frozen), func() (bool, error) {
+		_, ok := w.get(obj).GetLabels()[v1alpha1.FrozenLabel]
+		return ok == frozen, nil
+	})
+}
+
+// staysUnfrozen fails if obj is frozen at any time during d.
+func (w *world) staysUnfrozen(obj client.Object, d time.Duration) {
+	w.T.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if labels := w.get(obj).GetLabels(); labels[v1alpha1.FrozenLabel] != "" {
+			w.T.Fatalf("%s was frozen: labels %v", obj.GetName(), labels)
+		}
+	}
+}
+
+func (w *world) setAnnotation(obj client.Object, key, value string) {
+	w.T.Helper()
+	fresh := w.get(obj)
+	patch := client.MergeFrom(fresh.DeepCopyObject().(client.Object))
+	a := fresh.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[key] = value
+	fresh.SetAnnotations(a)
+	if err := controllertest.Env.Client.Patch(context.Background(), fresh, patch); err != nil {
+		w.T.Fatal(err)
+	}
+}
