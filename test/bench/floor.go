@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/kwok"
+)
+
+// floorLabel marks the floor's Nodes, so they are found and deleted together.
+const floorLabel = "bench.millwright.dev/floor"
+
+// floorWorkers is how many creates of each kind are in flight at once:
+// enough that the client's rate limit, not round trips, bounds the floor,
+// as it bounds the manager's MachineSet and the sim's Node workers.
+const floorWorkers = 16
+
+// floor makes only the writes no machine controller can avoid for n
+// machines: n Machine objects (in a namespace the manager does not watch)
+// and n kwok Nodes, then waits until kwok has made every Node Ready. The
+// Machines go through a client with the manager's QPS and the Nodes
+// through another with the sim's, as in the real system, where the manager
+// creates Machines and the sim registers Nodes concurrently. It returns the
+// seconds from the first create to the last Node Ready, and removes what
+// it made.
+func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout time.Duration) (float64, error) {
+	if err := e.admin.Create(ctx, machineClass(floorNamespace, classFast, 0)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return 0, err
+	}
+	machines, err := e.client(e.qps, e.burst)
+	if err != nil {
+		return 0, err
+	}
+	nodes, err := e.client(e.qps, e.burst)
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	begin := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() {
+		errs <- parallel(ctx, n, func(i int) error {
+			return machines.Create(ctx, &v1alpha1.Machine{
+				ObjectMeta: metav1.ObjectMeta{Namespace: floorNamespace, Name: fmt.Sprintf("floor-%s-%d", tag, i)},
+				Spec:       v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: classFast}},
+			})
+		})
+	})
+	wg.Go(func() {
+		errs <- parallel(ctx, n, func(i int) error { return nodes.Create(ctx, floorNode(tag, i)) })
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return 0, fmt.Errorf("floor: %w", err)
+		}
+	}
+	created := time.Since(begin)
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ready, err := o.readyNodes(ctx, tag)
+		return ready == n, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("floor: the Nodes did not all become Ready: %w", err)
+	}
+	seconds := time.Since(begin).Seconds()
+	logf("floor(%d): created in %s, all Ready after %.1fs", n, created.Round(100*time.Millisecond), seconds)
+	return seconds, e.removeFloor(context.WithoutCancel(ctx), o, tag)
+}
+
+func floorNode(tag string, i int) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        fmt.Sprintf("floor-%s-%d", tag, i),
+			Labels:      map[string]string{floorLabel: tag, "type": "kwok"},
+			Annotations: map[string]string{kwok.NodeAnnotation: kwok.NodeAnnotationValue},
+		},
+	}
+}
+
+// readyNodes counts the floor Nodes of tag that are Ready.
+func (o *observer) readyNodes(ctx context.Context, tag string) (int, error) {
+	var l corev1.NodeList
+	if err := o.cache.List(ctx, &l, client.MatchingLabels{floorLabel: tag}); err != nil {
+		return 0, err
+	}
+	ready := 0
+	for _, node := range l.Items {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	return ready, nil
+}
+
+// removeFloor deletes the floor's Nodes and Machines and waits until the
+// Nodes are gone, so the next scenario starts on an empty cluster.
+func (e *env) removeFloor(ctx context.Context, o *observer, tag string) error {
+	if err := e.admin.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{floorLabel: tag}); err != nil {
+		return fmt.Errorf("deleting the floor's Nodes: %w", err)
+	}
+	if err := e.admin.DeleteAllOf(ctx, &v1alpha1.Machine{}, client.InNamespace(floorNamespace)); err != nil {
+		return fmt.Errorf("deleting the floor's Machines: %w", err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var l corev1.NodeList
+		if err := o.cache.List(ctx, &l, client.MatchingLabels{floorLabel: tag}); err != nil {
+			return false, err
+		}
+		return len(l.Items) == 0, nil
+	})
+}
+
+// parallel runs do(0..n-1) on floorWorkers goroutines and returns the first error.
+func parallel(ctx context.Context, n int, do func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range floorWorkers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := do(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
+}

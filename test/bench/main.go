@@ -1,0 +1,206 @@
+// Command bench is Millwright's scale benchmark (`make bench`): on a local
+// cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kwok) with the sim and the manager as separate processes, it measures
+// the floor (the unavoidable writes for N machines), a scale-up from 0 to
+// N Running Machines, the manager at rest, a rolling update to another
+// MachineClass and a scale-down to 0. It prints one JSON object per
+// scenario, then a table, on stdout; progress goes to stderr.
+// docs/benchmarks.md says what each figure means.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/millwright-dev/millwright/internal/repo"
+)
+
+// allScenarios, in the order they run: each later one uses the fleet the
+// earlier ones left.
+var allScenarios = []string{"floor", "scale-up", "steady-state", "rolling-update", "scale-down"}
+
+// bench holds what the scenarios share.
+type bench struct {
+	e         *env
+	o         *observer
+	timeout   time.Duration
+	steadyFor time.Duration
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func main() {
+	n := flag.Int("n", 1000, "machines")
+	scenarios := flag.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios to run, from: "+strings.Join(allScenarios, ", "))
+	steady := flag.Duration("steady", 2*time.Minute, "how long steady-state watches the idle manager")
+	out := flag.String("out", "", "also write the JSON objects, one per line, to this file")
+	keep := flag.Bool("keep", false, "keep the cluster's directory (logs, data) after the run")
+	qps := flag.Float64("qps", 50, "API client QPS of the manager, the sim and the floor (the manager's default)")
+	burst := flag.Int("burst", 100, "API client burst of the manager, the sim and the floor (the manager's default)")
+	timeout := flag.Duration("timeout", 0, "bound of each scenario (default: 10m + 1s per machine)")
+	flag.Parse()
+	// The observer's informers log through controller-runtime; their
+	// retries are not the benchmark's output.
+	ctrllog.SetLogger(logr.Discard())
+
+	want := strings.Split(*scenarios, ",")
+	for _, s := range want {
+		if !slices.Contains(allScenarios, s) {
+			fmt.Fprintf(os.Stderr, "unknown scenario %q; known: %s\n", s, strings.Join(allScenarios, ", "))
+			os.Exit(2)
+		}
+	}
+	if *n < 1 {
+		fmt.Fprintln(os.Stderr, "-n must be at least 1")
+		os.Exit(2)
+	}
+	if *timeout <= 0 {
+		*timeout = 10*time.Minute + time.Duration(*n)*time.Second
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout})
+	if len(results) > 0 {
+		_ = writeJSON(os.Stdout, results)
+		fmt.Println()
+		_ = writeTable(os.Stdout, results)
+		if *out != "" {
+			f, ferr := os.Create(*out)
+			if ferr == nil {
+				ferr = writeJSON(f, results)
+				if cerr := f.Close(); ferr == nil {
+					ferr = cerr
+				}
+			}
+			if ferr != nil {
+				logf("writing %s: %v", *out, ferr)
+			}
+		}
+	}
+	if err != nil {
+		logf("bench: %v", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	n         int
+	scenarios []string
+	steady    time.Duration
+	keep      bool
+	qps       float32
+	burst     int
+	timeout   time.Duration
+}
+
+// run starts everything, runs the scenarios asked for and stops
+// everything; it returns the results of the scenarios that finished.
+func run(ctx context.Context, cfg config) (results []*result, err error) {
+	root, err := repo.Root()
+	if err != nil {
+		return nil, err
+	}
+	dir := ""
+	if cfg.keep {
+		if dir, err = os.MkdirTemp("", "millwright-bench-"); err != nil {
+			return nil, err
+		}
+	}
+	logf("starting the local cluster (%d machines; scenarios %s)", cfg.n, strings.Join(cfg.scenarios, ","))
+	e, err := startCluster(ctx, root, dir, cfg.qps, cfg.burst)
+	defer e.stop(cfg.keep)
+	if err != nil {
+		return nil, err
+	}
+	obsCtx, cancelObs := context.WithCancel(ctx)
+	defer cancelObs()
+	o, err := e.startObserver(obsCtx)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{e: e, o: o, timeout: cfg.timeout, steadyFor: cfg.steady}
+	has := func(s string) bool { return slices.Contains(cfg.scenarios, s) }
+
+	// The floor runs before the manager starts, on an empty cluster, so
+	// neither disturbs the other's figures.
+	var floor *float64
+	if has("floor") {
+		logf("floor: %d Machines and %d kwok Nodes", cfg.n, cfg.n)
+		s, err := e.floor(ctx, o, cfg.n, "n", cfg.timeout)
+		if err != nil {
+			return results, err
+		}
+		floor = num(round(s, 1))
+		w := 2.0 // one Machine and one Node create per machine, by construction
+		results = append(results, &result{Scenario: "floor", Machines: cfg.n, Seconds: *floor, FloorSeconds: floor,
+			RatioToFloor: num(1), WritesPerMachine: &w, QPS: cfg.qps, Burst: cfg.burst})
+	}
+
+	logf("starting millwright-sim and millwright-manager")
+	if err := e.startMillwright(ctx); err != nil {
+		return results, err
+	}
+	if err := e.createClasses(ctx); err != nil {
+		return results, err
+	}
+	fleetUp := false
+	ensureFleet := func() error { // for a run that skips scale-up but needs a fleet
+		if fleetUp {
+			return nil
+		}
+		logf("bringing up the fleet of %d Machines (not measured)", cfg.n)
+		_, err := b.scaleUp(ctx, cfg.n)
+		fleetUp = err == nil
+		return err
+	}
+	step := func(name string, f func(context.Context, int) (*result, error)) error {
+		if !has(name) {
+			return nil
+		}
+		if name != "scale-up" {
+			if err := ensureFleet(); err != nil {
+				return err
+			}
+		}
+		logf("%s: %d machines", name, cfg.n)
+		r, err := f(ctx, cfg.n)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		logf("%s: done in %.1fs", name, r.Seconds)
+		results = append(results, r)
+		return nil
+	}
+	if err := step("scale-up", func(ctx context.Context, n int) (*result, error) {
+		r, err := b.scaleUp(ctx, n)
+		fleetUp = err == nil
+		e.logEventReasons(ctx)
+		if err == nil && floor != nil {
+			r.FloorSeconds, r.RatioToFloor = floor, num(round(r.Seconds / *floor, 2))
+		}
+		return r, err
+	}); err != nil {
+		return results, err
+	}
+	for _, s := range []struct {
+		name string
+		f    func(context.Context, int) (*result, error)
+	}{{"steady-state", b.steady}, {"rolling-update", b.rollingUpdate}, {"scale-down", b.scaleDown}} {
+		if err := step(s.name, s.f); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}

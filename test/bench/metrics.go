@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// writeMethods are the HTTP methods that change objects; GET (get, list,
+// watch) only reads.
+var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+
+// counters are the manager's cumulative figures at one moment.
+type counters struct {
+	at          time.Time
+	writes      map[string]float64 // rest_client_requests_total by write method
+	driverCalls float64            // millwright_driver_call_duration_seconds_count, all labels
+	cpuSeconds  float64            // /proc/<pid>/stat utime+stime
+	// apiWrites are the API server's write requests from all clients, by
+	// "resource[/subresource] VERB": not the manager's alone, but the only
+	// per-resource view there is.
+	apiWrites map[string]float64
+}
+
+func (c counters) totalWrites() float64 {
+	var n float64
+	for _, v := range c.writes {
+		n += v
+	}
+	return n
+}
+
+// sample is one scrape of the manager's metrics, as name{labels} -> value.
+type sample []metricLine
+
+type metricLine struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads the manager's /metrics in the Prometheus text format. The
+// parser handles what client_golang writes (no escaped quotes in the
+// labels we read), which keeps the benchmark off modules go.mod does not
+// already require directly.
+func scrape(ctx context.Context, url string) (sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	var s sample
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		if l, ok := parseLine(sc.Text()); ok {
+			s = append(s, l)
+		}
+	}
+	return s, sc.Err()
+}
+
+func parseLine(line string) (metricLine, bool) {
+	if line == "" || line[0] == '#' {
+		return metricLine{}, false
+	}
+	var l metricLine
+	rest := line
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		j := strings.LastIndexByte(line, '}')
+		if j < i {
+			return metricLine{}, false
+		}
+		l.name, rest = line[:i], strings.TrimSpace(line[j+1:])
+		l.labels = map[string]string{}
+		for _, kv := range strings.Split(line[i+1:j], ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if ok {
+				l.labels[strings.TrimSpace(k)] = strings.Trim(v, `"`)
+			}
+		}
+	} else {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			return metricLine{}, false
+		}
+		l.name, rest = f[0], f[1]
+	}
+	v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+	if err != nil {
+		return metricLine{}, false
+	}
+	l.value = v
+	return l, true
+}
+
+// sum adds the values of name whose labels pass keep (nil: all).
+func (s sample) sum(name string, keep func(map[string]string) bool) float64 {
+	var n float64
+	for _, l := range s {
+		if l.name == name && (keep == nil || keep(l.labels)) {
+			n += l.value
+		}
+	}
+	return n
+}
+
+// readCounters scrapes the manager, its /proc entry and the API server.
+func (e *env) readCounters(ctx context.Context) (counters, error) {
+	s, err := scrape(ctx, e.metricsURL)
+	if err != nil {
+		return counters{}, err
+	}
+	pid := e.managerPID()
+	c := counters{at: time.Now(), writes: map[string]float64{}}
+	for _, l := range s {
+		if l.name == "rest_client_requests_total" && writeMethods[l.labels["method"]] {
+			c.writes[l.labels["method"]] += l.value
+		}
+	}
+	c.driverCalls = s.sum("millwright_driver_call_duration_seconds_count", nil)
+	if c.cpuSeconds, err = procCPUSeconds(pid); err != nil {
+		return c, err
+	}
+	c.apiWrites, err = e.apiServerWrites(ctx)
+	return c, err
+}
+
+// apiServerWrites reads apiserver_request_total's writes by resource.
+func (e *env) apiServerWrites(ctx context.Context) (map[string]float64, error) {
+	data, err := e.clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	w := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		l, ok := parseLine(line)
+		if !ok || l.name != "apiserver_request_total" || !apiWriteVerbs[l.labels["verb"]] {
+			continue
+		}
+		key := l.labels["resource"]
+		if sub := l.labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		w[key+" "+l.labels["verb"]] += l.value
+	}
+	return w, nil
+}
+
+// apiWriteVerbs are the API server's verbs that write.
+var apiWriteVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every
+// Linux architecture Go supports.
+const clockTicks = 100
+
+// procCPUSeconds is the user plus system CPU time of a process.
+func procCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis. utime and stime are fields 14 and 15,
+	// so 12 and 13 after it.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// procRSSMiB returns a process's resident set size now (VmRSS) in MiB.
+func procRSSMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
+}
+
+// peaks samples the manager's heap and RSS about every second, because
+// both are gauges whose maximum between two scrapes would otherwise be lost.
+type peaks struct {
+	mu                sync.Mutex
+	heapMiB, rssMiB   float64
+	lastHeap, lastRSS float64
+	cancel            context.CancelFunc
+	done              chan struct{}
+}
+
+func startPeaks(ctx context.Context, metricsURL string, pid int) *peaks {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &peaks{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			p.take(ctx, metricsURL, pid)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peaks) take(ctx context.Context, metricsURL string, pid int) {
+	heap := -1.0
+	if s, err := scrape(ctx, metricsURL); err == nil {
+		heap = s.sum("go_memstats_heap_alloc_bytes", nil) / (1 << 20)
+	}
+	rss, err := procRSSMiB(pid)
+	if err != nil {
+		rss = -1
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if heap >= 0 {
+		p.lastHeap, p.heapMiB = heap, max(p.heapMiB, heap)
+	}
+	if rss >= 0 {
+		p.lastRSS, p.rssMiB = rss, max(p.rssMiB, rss)
+	}
+}
+
+// stop ends the sampling and returns the peak heap and RSS, in MiB, and
+// the last heap sampled.
+func (p *peaks) stop() (heapMiB, rssMiB, lastHeapMiB float64) {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heapMiB, p.rssMiB, p.lastHeap
+}
