@@ -23,7 +23,10 @@ if [[ -n "$out" ]]; then
   proto_out="$out/proto"
 fi
 
-"$gen" object paths=./api/... $object_out
+# One object run per API package: with OUT_DIR, each package's
+# zz_generated.deepcopy.go needs a directory of its own.
+"$gen" object paths=./api/v1alpha1/... $object_out
+"$gen" object paths=./api/infrastructure/... ${out:+output:object:dir=$out/object-infrastructure}
 "$gen" crd paths=./api/... $crd_out
 # The roles from the +kubebuilder:rbac markers of the controllers, the
 # manager and the sim, into config/rbac/role.yaml: the ClusterRole
