@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// simSpec is a sim providerSpec: VMs boot in a second or two.
+const simSpec = `{"region":"local","zones":["local-a","local-b"],"bootDelay":"1s","bootJitter":"1s"}`
+
+// createClass creates a sim MachineClass with the given providerSpec.
+func (s *scenario) createClass(name, providerSpec string) {
+	s.t.Helper()
+	s.create(&v1alpha1.MachineClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: v1alpha1.MachineClassSpec{
+			Provider:     "sim",
+			ProviderSpec: runtime.RawExtension{Raw: []byte(providerSpec)},
+			NodeTemplate: &v1alpha1.NodeTemplate{Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+				corev1.ResourcePods: resource.MustParse("110"),
+			}},
+		},
+	})
+}
+
+// createDeployment creates the scenario's MachineDeployment (named after
+// the namespace) of class, rolling out with maxSurge and maxUnavailable.
+// Its Machines and Nodes carry the label pool=<namespace>.
+func (s *scenario) createDeployment(replicas int32, class string, maxSurge, maxUnavailable int) {
+	s.t.Helper()
+	pool := map[string]string{"pool": s.ns}
+	surge, unavailable := intstr.FromInt(maxSurge), intstr.FromInt(maxUnavailable)
+	s.create(&v1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: s.ns, Namespace: s.ns},
+		Spec: v1alpha1.MachineDeploymentSpec{
+			Replicas: replicas,
+			Selector: v1alpha1.LabelSelector{MatchLabels: pool},
+			Strategy: v1alpha1.MachineDeploymentStrategy{
+				Type:          v1alpha1.RollingUpdateStrategy,
+				RollingUpdate: &v1alpha1.RollingUpdateMachineDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
+			},
+			Template: v1alpha1.MachineTemplateSpec{
+				Metadata: v1alpha1.ObjectMeta{Labels: pool},
+				Spec: v1alpha1.MachineSpec{
+					Class:        &v1alpha1.MachineClassReference{Name: class},
+					NodeTemplate: v1alpha1.NodeTemplateSpec{Metadata: v1alpha1.ObjectMeta{Labels: pool}},
+				},
+			},
+		},
+	})
+}
+
+func (s *scenario) create(obj client.Object) {
+	s.t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		s.t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// updateDeployment changes the MachineDeployment with edit, retrying on
+// conflicts.
+func (s *scenario) updateDeployment(edit func(*v1alpha1.MachineDeployment)) {
+	s.t.Helper()
+	s.eventually(30*time.Second, "an update of the MachineDeployment", func() (bool, error) {
+		md := &v1alpha1.MachineDeployment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: s.ns}, md); err != nil {
+			return false, err
+		}
+		edit(md)
+		err := k8s.Update(context.Background(), md)
+		return err == nil, err
+	})
+}
+
+// scale sets the MachineDeployment's replicas.
+func (s *scenario) scale(replicas int32) {
+	s.t.Helper()
+	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Replicas = replicas })
+}
+
+func (s *scenario) machines() ([]v1alpha1.Machine, error) {
+	list := &v1alpha1.MachineList{}
+	err := k8s.List(context.Background(), list, client.InNamespace(s.ns))
+	return list.Items, err
+}
+
+// waitFleet waits until the fleet is exactly replicas Machines of class,
+// every one Running with its Node Ready, and the sim holds exactly their
+// VMs; it returns the Machines.
+func (s *scenario) waitFleet(replicas int, class string, bound time.Duration) []v1alpha1.Machine {
+	s.t.Helper()
+	var ms []v1alpha1.Machine
+	s.eventually(bound, fmt.Sprintf("fleet of %d Running Machines of class %s", replicas, class), func() (bool, error) {
+		var err error
+		if ms, err = s.machines(); err != nil {
+			return false, err
+		}
+		return s.fleetIs(ms, replicas, class)
+	})
+	return ms
+}
+
+func (s *scenario) fleetIs(ms []v1alpha1.Machine, replicas int, class string) (bool, error) {
+	if len(ms) != replicas {
+		return false, fmt.Errorf("%d Machines", len(ms))
+	}
+	var names []string
+	for _, m := range ms {
+		switch {
+		case m.DeletionTimestamp != nil:
+			return false, fmt.Errorf("Machine %s is being deleted", m.Name)
+		case m.Status.Phase != v1alpha1.PhaseRunning:
+			return false, fmt.Errorf("Machine %s is %s: %s", m.Name, m.Status.Phase, m.Status.LastOperation.Description)
+		case m.Spec.Class == nil || m.Spec.Class.Name != class:
+			return false, fmt.Errorf("Machine %s is not of class %s", m.Name, class)
+		}
+		node := &corev1.Node{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: m.Status.NodeName}, node); err != nil {
+			return false, fmt.Errorf("Node of %s: %w", m.Name, err)
+		}
+		if !nodeReady(node) {
+			return false, fmt.Errorf("Node %s is not Ready", node.Name)
+		}
+		names = append(names, m.Name)
+	}
+	vms, err := s.vms()
+	if err != nil {
+		return false, err
+	}
+	var vmMachines []string
+	for _, vm := range vms {
+		vmMachines = append(vmMachines, vm.MachineName)
+	}
+	slices.Sort(names)
+	slices.Sort(vmMachines)
+	if !slices.Equal(names, vmMachines) {
+		return false, fmt.Errorf("the sim's VMs are for %v, the Machines are %v", vmMachines, names)
+	}
+	return true, nil
+}
+
+// scenarioNodes lists the names of the Nodes named after the scenario's
+// namespace, as its Machines' Nodes are.
+func (s *scenario) scenarioNodes() ([]string, error) {
+	list := &corev1.NodeList{}
+	if err := k8s.List(context.Background(), list); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range list.Items {
+		if s.ownsNode(n.Name) {
+			names = append(names, n.Name)
+		}
+	}
+	return names, nil
+}
+
+// ownsNode reports whether a Node is named like the scenario's Machines.
+func (s *scenario) ownsNode(name string) bool { return strings.HasPrefix(name, s.ns+"-") }
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+

@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// recorder watches the scenario's Machines, Pods and Nodes and keeps every
+// state it observes. Invariants (checks) run after every single event, so
+// a violation lasting one resourceVersion is caught; what happened in which
+// order is judged by resourceVersion, which a single etcd orders globally.
+type recorder struct {
+	s      *scenario
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+
+	mu sync.Mutex
+	// objs holds the current objects by kind and name.
+	objs map[string]map[string]client.Object
+	// synced holds the kinds listed at least once.
+	synced map[string]bool
+	// versions is every observed version of every Machine, by name.
+	versions map[string][]machineVersion
+	// phases is each Machine's sequence of observed phases.
+	phases map[string][]v1alpha1.MachinePhase
+	// nodeDeletions and machineDeletions are the DELETED events seen.
+	nodeDeletions    []deletion
+	machineDeletions []*v1alpha1.Machine
+	checks           []check
+	violations       []string
+}
+
+// check returns a description of what is wrong with the current state, or
+// "". It runs with the recorder locked.
+type check func(r *recorder) string
+
+type machineVersion struct {
+	rv       int64
+	node     string
+	deletion *v1alpha1.MachineDeletionStatus
+}
+
+type deletion struct {
+	name string
+	rv   int64
+}
+
+// The kinds a recorder follows.
+const (
+	kindMachine = "Machine"
+	kindNode    = "Node"
+	kindPod     = "Pod"
+)
+
+// record starts watching; it stops when the test ends.
+func (s *scenario) record(checks ...check) *recorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recorder{
+		s: s, cancel: cancel, checks: checks,
+		objs:     map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
+		versions: map[string][]machineVersion{},
+		phases:   map[string][]v1alpha1.MachinePhase{},
+		synced:   map[string]bool{},
+	}
+	s.t.Cleanup(r.stop)
+	ns := client.InNamespace(s.ns)
+	for kind, list := range map[string]func() client.ObjectList{
+		kindMachine: func() client.ObjectList { return &v1alpha1.MachineList{} },
+		kindNode:    func() client.ObjectList { return &corev1.NodeList{} },
+		kindPod:     func() client.ObjectList { return &corev1.PodList{} },
+	} {
+		r.done.Add(1)
+		go func() {
+			defer r.done.Done()
+			r.follow(ctx, kind, list, ns)
+		}()
+	}
+	// The first lists must be in before the scenario acts.
+	s.eventually(30*time.Second, "the recorder's first lists", func() (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.synced) == 3, nil
+	})
+	return r
+}
+
+func (r *recorder) stop() {
+	r.cancel()
+	r.done.Wait()
+}
+
+// follow lists and watches one kind until ctx ends, relisting whenever the
+// watch breaks (the API server may be stopped on purpose).
+func (r *recorder) follow(ctx context.Context, kind string, newList func() client.ObjectList, ns client.ListOption) {
+	var opts []client.ListOption
+	if kind != kindNode {
+		opts = append(opts, ns)
+	}
+	for ctx.Err() == nil {
+		list := newList()
+		if err := k8s.List(ctx, list, opts...); err != nil {
+			sleep(ctx, 500*time.Millisecond)
+			continue
+		}
+		r.relisted(kind, list)
+		w, err := k8s.Watch(ctx, newList(), append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})...)
+		if err != nil {
+			sleep(ctx, 500*time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(client.Object)
+			if !ok || ev.Type == watch.Error || ev.Type == watch.Bookmark {
+				continue
+			}
+			r.mu.Lock()
+			r.apply(kind, ev.Type, obj)
+			r.mu.Unlock()
+		}
+		w.Stop()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// relisted replaces a kind's objects by a fresh list, as events.
+func (r *recorder) relisted(kind string, list client.ObjectList) {
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		panic(err) // typed lists always extract
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, it := range items {
+		obj := it.(client.Object)
+		seen[obj.GetName()] = true
+		r.apply(kind, watch.Modified, obj)
+	}
+	for name, old := range r.objs[kind] {
+		if !seen[name] {
+			gone := old.DeepCopyObject().(client.Object)
+			gone.SetResourceVersion(list.GetResourceVersion())
+			r.apply(kind, watch.Deleted, gone)
+		}
+	}
+	r.synced[kind] = true
+}
+
+func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
+	name := obj.GetName()
+	if kind == kindNode && !r.s.ownsNode(name) {
+		return
+	}
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if typ == watch.Deleted {
+		delete(r.objs[kind], name)
+	} else {
+		r.objs[kind][name] = obj
+	}
+	switch kind {
+	case kindNode:
+		if typ == watch.Deleted {
+			r.nodeDeletions = append(r.nodeDeletions, deletion{name: name, rv: rv})
+		}
+	case kindMachine:
+		m := obj.(*v1alpha1.Machine)
+		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: m.Status.NodeName, deletion: m.Status.Deletion})
+		if p := r.phases[name]; m.Status.Phase != "" && (len(p) == 0 || p[len(p)-1] != m.Status.Phase) {
+			r.phases[name] = append(p, m.Status.Phase)
+		}
+		if typ == watch.Deleted {
+			r.machineDeletions = append(r.machineDeletions, m)
+		}
+	}
+	for _, c := range r.checks {
+		if v := c(r); v != "" && len(r.violations) < 50 {
+			r.violations = append(r.violations, fmt.Sprintf("%s (after %s %s %s rv %d)", v, typ, kind, name, rv))
+		}
+	}
+}
+
+// machinesLocked returns the current Machines; the recorder must be locked.
+func (r *recorder) machinesLocked() []*v1alpha1.Machine {
+	var out []*v1alpha1.Machine
+	for _, o := range r.objs[kindMachine] {
+		out = append(out, o.(*v1alpha1.Machine))
+	}
+	return out
+}
+
+// phasesOf returns each Machine's observed phase sequence.
+func (r *recorder) phasesOf() map[string][]v1alpha1.MachinePhase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]v1alpha1.MachinePhase{}
+	for k, v := range r.phases {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// drained reports whether a deletion got past the drain.
+func drained(d *v1alpha1.MachineDeletionStatus) bool {
+	if d == nil {
+		return false
+	}
+	switch d.Step {
+	case v1alpha1.StepPreTerminateHooks, v1alpha1.StepDeleteInfrastructure, v1alpha1.StepDeleteNode:
+		return true
+	}
+	return false
+}
+
+// verify fails the test for every invariant violation seen, for every
+// Node deleted before its Machine's drain had finished, and for every
+// Machine that disappeared without going through its deletion steps.
+func (r *recorder) verify() {
+	t := r.s.t
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.Logf("recorder: %d Machines seen, %d deleted; %d Nodes deleted; %d invariant violations", len(r.versions), len(r.machineDeletions), len(r.nodeDeletions), len(r.violations))
+	for _, v := range r.violations {
+		t.Errorf("invariant violated: %s", v)
+	}
+	for _, d := range r.nodeDeletions {
+		owner, last := r.stateAtLocked(d)
+		switch {
+		case owner == "":
+			t.Errorf("Node %s was deleted (rv %d) but no Machine of the scenario was ever seen with it", d.name, d.rv)
+		case !drained(last.deletion):
+			t.Errorf("Node %s was deleted (rv %d) while Machine %s was not drained: deletion status %+v at rv %d", d.name, d.rv, owner, last.deletion, last.rv)
+		}
+	}
+	for _, m := range r.machineDeletions {
+		if !drained(m.Status.Deletion) {
+			t.Errorf("Machine %s disappeared without its deletion steps: status.deletion %+v, phase %s", m.Name, m.Status.Deletion, m.Status.Phase)
+		}
+	}
+}
+
+// stateAtLocked finds the Machine whose Node was deleted and its last
+// version observed before the deletion.
+func (r *recorder) stateAtLocked(d deletion) (string, machineVersion) {
+	for name, vs := range r.versions {
+		if !slices.ContainsFunc(vs, func(v machineVersion) bool { return v.node == d.name }) {
+			continue
+		}
+		var last machineVersion
+		for _, v := range vs {
+			if v.rv < d.rv && v.rv > last.rv {
+				last = v
+			}
+		}
+		return name, last
+	}
+	return "", machineVersion{}
+}

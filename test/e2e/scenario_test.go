@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
+)
+
+// scenario is one scenario's world: its namespace (also the name of its
+// MachineDeployment, and so the prefix of its Machines' and Nodes' names),
+// its sim and its managers, all processes of the shared cluster.
+type scenario struct {
+	t  *testing.T
+	ns string
+	// sim is the name of the sim process; simAdmin its admin API address.
+	sim, simAdmin, socket string
+	simArgs               []string
+	managers              []*manager
+	// extraNodes are Nodes of the scenario not named after its namespace
+	// (orphan VMs' Nodes), deleted at the end.
+	extraNodes []string
+}
+
+// manager is one millwright-manager process of a scenario.
+type manager struct {
+	name, health, metrics string
+	args                  []string
+}
+
+// newScenario creates namespace name and starts a sim for it. At the end
+// of the test it stops every process the scenario started — printing the
+// tail of their logs if the test failed — and deletes the scenario's Nodes,
+// so the next scenario starts on an empty cluster.
+func newScenario(t *testing.T, name string) *scenario {
+	t.Helper()
+	s := &scenario{t: t, ns: name}
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(s.cleanup)
+	s.startSim()
+	return s
+}
+
+func (s *scenario) cleanup() {
+	if s.t.Failed() {
+		s.t.Logf("--- Machines of %s at the end ---\n%s", s.ns, s.describeMachines())
+		for _, name := range s.processNames() {
+			tail := (&testenv.Process{Log: cluster.LogPath(name)}).LogTail(60)
+			s.t.Logf("--- %s (last 60 lines of %s) ---\n%s", name, cluster.LogPath(name), tail)
+		}
+	}
+	nodes := s.extraNodes
+	if vms, err := s.vms(); err == nil {
+		for _, vm := range vms {
+			nodes = append(nodes, vm.NodeName)
+		}
+	}
+	for _, name := range s.processNames() {
+		_ = cluster.StopProcess(name) // not running any more: nothing to do
+	}
+	own, _ := s.scenarioNodes()
+	for _, n := range append(nodes, own...) {
+		_ = client.IgnoreNotFound(k8s.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+	}
+}
+
+func (s *scenario) processNames() []string {
+	names := []string{s.sim}
+	for _, m := range s.managers {
+		names = append(names, m.name)
+	}
+	return names
+}
+
+// startSim starts the scenario's sim (kwok Nodes, a snapshot so that a
+// restarted sim keeps its cloud) and waits for its admin API.
+func (s *scenario) startSim() {
+	s.t.Helper()
+	s.sim = "sim-" + s.ns
+	s.simAdmin = testenv.FreeAddr(s.t)
+	s.socket = "unix://" + filepath.Join(cluster.Dir(), s.ns+"-sim.sock")
+	s.simArgs = []string{
+		"--endpoint", s.socket, "--admin-address", s.simAdmin, "--kubeconfig", cluster.Kubeconfig(),
+		"--node-mode", "kwok", "--snapshot", filepath.Join(cluster.Dir(), s.ns+"-sim.json"),
+	}
+	s.restartSim()
+}
+
+// restartSim starts the sim again (after stopSim) with the same flags.
+func (s *scenario) restartSim() {
+	s.t.Helper()
+	s.start(s.sim, "millwright-sim", s.simArgs)
+	s.eventually(30*time.Second, "the sim's admin API", func() (bool, error) {
+		code, _, err := testenv.HTTPGet("http://" + s.simAdmin + "/vms")
+		return code == 200, err
+	})
+}
+
+func (s *scenario) start(name, binary string, args []string) {
+	s.t.Helper()
+	if err := cluster.StartProcess(context.Background(), name, filepath.Join(binDir, binary), args...); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// managerFlags are the flags of every manager: fast retries, so that the
+// scenarios converge in seconds, and probes on free ports.
+func (s *scenario) managerFlags(health, metrics string) []string {
+	return []string{
+		"--kubeconfig", cluster.Kubeconfig(),
+		"--namespace", s.ns,
+		"--driver", "sim=" + s.socket,
+		"--health-probe-bind-address", health,
+		"--metrics-bind-address", metrics,
+		"--backoff-base", "200ms", "--backoff-cap", "2s",
+		"--long-backoff-base", "1s", "--long-backoff-cap", "4s",
+		"--graceful-shutdown-timeout", "5s",
+		"--machine-health-resync", "10s",
+		"--machine-safety-apiserver-statuscheck-period", "2s",
+		"--machine-safety-apiserver-statuscheck-timeout", "1s",
+	}
+}
+
+// startManager starts a manager for the scenario's namespace; extra flags
+// come after the defaults and so override them. It waits for /readyz
+// unless noWait.
+func (s *scenario) startManager(extra ...string) *manager {
+	s.t.Helper()
+	m := &manager{name: fmt.Sprintf("manager-%s-%d", s.ns, len(s.managers)+1), health: testenv.FreeAddr(s.t), metrics: testenv.FreeAddr(s.t)}
+	m.args = append(s.managerFlags(m.health, m.metrics), extra...)
+	s.managers = append(s.managers, m)
+	s.restartManager(m)
+	return m
+}
+
+// restartManager starts m again (after killManager) and waits until it is
+// ready.
+func (s *scenario) restartManager(m *manager) {
+	s.t.Helper()
+	s.start(m.name, "millwright-manager", m.args)
+	s.eventually(time.Minute, m.name+" to be ready", func() (bool, error) {
+		if exited, err := cluster.ProcessExited(m.name); exited {
+			s.t.Fatalf("%s exited: %v", m.name, err)
+		}
+		code, body, err := testenv.HTTPGet("http://" + m.health + "/readyz")
+		if err == nil && code != 200 {
+			err = fmt.Errorf("/readyz %d: %s", code, body)
+		}
+		return err == nil, err
+	})
+}
+
+// eventually polls cond every 500ms until it holds, failing the test after
+// bound with cond's last error.
+func (s *scenario) eventually(bound time.Duration, what string, cond func() (bool, error)) {
+	s.t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, bound, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		last = err
+		return ok, nil
+	})
+	if err != nil {
+		s.t.Fatalf("%s: no %s within %s (last: %v)", s.ns, what, bound, last)
+	}
+}
+
+// describeMachines is a line per Machine, for failure messages.
+func (s *scenario) describeMachines() string {
+	list := &v1alpha1.MachineList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(s.ns)); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, m := range list.Items {
+		fmt.Fprintf(&b, "%s phase=%s deleting=%t node=%s op=%s/%s %q failure=%q\n", m.Name, m.Status.Phase,
+			m.DeletionTimestamp != nil, m.Status.NodeName, m.Status.LastOperation.Type, m.Status.LastOperation.State,
+			m.Status.LastOperation.Description, m.Status.FailureReason)
+	}
+	return b.String()
+}
