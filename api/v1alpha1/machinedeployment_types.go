@@ -53,7 +53,10 @@ type MachineDeploymentSpec struct {
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 
 	// Paused stops rollouts: template changes are not rolled out until it is
-	// false again. Scaling still works.
+	// false again. The deployment's Machines are not reconciled either, as
+	// with the machine.millwright.dev/paused annotation on one Machine (their
+	// Paused condition says so): scaling changes the Machine objects, but new
+	// ones are provisioned and removed ones drained only after resuming.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 

@@ -5,6 +5,7 @@ package testenv
 
 import (
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"path/filepath"
 
@@ -32,11 +33,15 @@ type Env struct {
 	env *envtest.Environment
 }
 
-// Scheme returns a scheme with the core Kubernetes kinds and Millwright's.
+// Scheme returns a scheme with the core Kubernetes kinds, CRDs (tests
+// register contract providers' kinds) and Millwright's.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		panic(err) // static registration; cannot fail at run time
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		panic(err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err)

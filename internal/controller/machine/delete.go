@@ -190,10 +190,16 @@ func (r *Reconciler) deleteInfrastructure(ctx context.Context, s *scope) (bool, 
 		return false, reconcile.Result{RequeueAfter: r.Config.LongBackoffBase}, nil
 	}
 	done, res, err := infra.delete(ctx, s)
-	if done {
-		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "VM deleted; deleting the Node")
+	if !done || err != nil {
+		return done, res, err
 	}
-	return done, res, err
+	// The bootstrap provider's object goes with the infrastructure, before
+	// the Node (seed 000 "deleting").
+	if done, res, err = r.deleteExternal(ctx, s, s.machine.Spec.Bootstrap.ConfigRef); !done || err != nil {
+		return done, res, err
+	}
+	s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "VM deleted; deleting the Node")
+	return true, res, nil
 }
 
 func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.Result, error) {

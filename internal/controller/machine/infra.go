@@ -32,10 +32,8 @@ type infrastructure interface {
 // prerequisite is missing (the conditions then say which).
 func (r *Reconciler) infrastructureFor(ctx context.Context, s *scope) (infrastructure, error) {
 	m := s.machine
-	if m.Spec.Class == nil {
-		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, "ContractProvidersUnsupported",
-			"spec.infrastructureRef Machines need contract-provider support, which this manager does not have yet")
-		return nil, nil
+	if m.Spec.Class == nil { // the API allows exactly one of class and infrastructureRef
+		return &contractInfra{r: r}, nil
 	}
 	class := &v1alpha1.MachineClass{}
 	key := types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.Class.Name}

@@ -38,6 +38,8 @@ const (
 var pendingReasons = map[string]bool{
 	ReasonClassNotFound: true, ReasonDriverNotRegistered: true,
 	ReasonSecretNotFound: true, ReasonBootstrapDataMissing: true,
+	ReasonKindUnknown: true, ReasonContractMissing: true, ReasonObjectNotFound: true,
+	ReasonForbidden: true, ReasonOwnedElsewhere: true,
 }
 
 // computePhase summarises a Machine's fields and conditions as a phase. It

@@ -41,3 +41,13 @@ package machine
 //
 // Events on Machines (events.k8s.io/v1: created, then patched as a series).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Contract providers' objects (InfraMachines, bootstrap configs) are read
+// and watched through the cache, patched (the Machine becomes their
+// controller owner) and deleted with the Machine. Millwright's own provider
+// groups are listed here; another provider grants the same verbs on its
+// group to the manager's ServiceAccount (seed 004 "API group").
+// +kubebuilder:rbac:groups=infrastructure.millwright.dev;bootstrap.millwright.dev,resources=*,verbs=get;list;watch;patch;delete
+//
+// Provider CRDs are read (metadata only, cached) for their contract label.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

@@ -58,7 +58,8 @@ type Reconciler struct {
 	// collection runs soon instead of at its next period.
 	OnOrphansSuspected func(class types.NamespacedName)
 
-	ledger replacementLedger
+	ledger   replacementLedger
+	contract contractWatches
 }
 
 // Reconcile moves one Machine forward and records where it stands.
@@ -68,9 +69,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	s := r.newScope(ctx, m)
+	why, err := r.pausedBy(ctx, m)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if why != "" {
+		return r.pause(ctx, s, why)
+	}
+	unpause(s)
 
 	var res reconcile.Result
-	var err error
 	if m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
 	} else {
@@ -116,6 +124,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 	if s.machine.Status.FailureReason != "" {
 		// Terminal: the owner replaces the Machine; nothing else to do.
 		return reconcile.Result{}, nil
+	}
+	if res, err := r.bootstrapConfig(ctx, s); err != nil || s.stop {
+		return requeue.Soonest(res, r.checkCreationTimeout(s)), err
 	}
 
 	infra, err := r.infrastructureFor(ctx, s)

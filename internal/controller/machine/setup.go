@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -49,14 +50,35 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, IndexNodeProviderID); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&v1alpha1.Machine{}).
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.classToMachines)).
+		Watches(&v1alpha1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentToMachines), builder.WithPredicates(pauseChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToMachines), nodeChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		Build(r)
+	if err != nil {
+		return err
+	}
+	// Provider kinds are watched as Machines reference them (contract.go).
+	r.contract.ctrl, r.contract.cache = c, mgr.GetCache()
+	return nil
+}
+
+// deploymentToMachines maps a MachineDeployment to its Machines (by label).
+func (r *Reconciler) deploymentToMachines(ctx context.Context, o client.Object) []reconcile.Request {
+	machines := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()),
+		client.MatchingLabels{v1alpha1.MachineDeploymentNameLabel: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(machines.Items))
+	for i := range machines.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
+	}
+	return reqs
 }
 
 func (r *Reconciler) classToMachines(ctx context.Context, o client.Object) []reconcile.Request {

@@ -1,0 +1,160 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// contractInfra is a Machine's infrastructure made by a contract provider:
+// the provider's controller reconciles the InfraMachine spec.infrastructureRef
+// points at; Millwright owns it, waits for it to report provisioned and
+// copies what the contract says onto the Machine (seeds 002, 004).
+type contractInfra struct {
+	r *Reconciler
+}
+
+func (c *contractInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
+	ref := s.machine.Spec.InfrastructureRef
+	obj, err := c.r.external(ctx, s, ref)
+	if err != nil {
+		return reconcile.Result{}, c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, err)
+	}
+	if reason, message, failed := contractFailure(obj); failed {
+		s.fail(reason, fmt.Sprintf("%s %s: %s", ref.Kind, ref.Name, message))
+		return reconcile.Result{}, nil
+	}
+	if !nestedFlag(obj, "status", "ready") && !nestedFlag(obj, "status", "initialization", "provisioned") {
+		reason, message := ReasonWaitingForInfra, fmt.Sprintf("waiting for %s %s to be provisioned", ref.Kind, ref.Name)
+		if status, r, m, ok := readyCondition(obj); ok && status != string(metav1.ConditionTrue) && r != "" {
+			reason, message = r, fmt.Sprintf("%s %s: %s", ref.Kind, ref.Name, m)
+		}
+		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, reason, message)
+		return reconcile.Result{}, nil // its watch wakes us
+	}
+	providerID, _, _ := unstructured.NestedString(obj.Object, "spec", "providerID")
+	if providerID == "" {
+		return reconcile.Result{}, c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, &contractProblem{ReasonContractViolation,
+			fmt.Sprintf("%s %s reports provisioned but has no spec.providerID", ref.Kind, ref.Name)})
+	}
+	if err := c.record(ctx, s, obj, providerID); err != nil {
+		return reconcile.Result{}, err
+	}
+	reason, message := ReasonProvisioned, fmt.Sprintf("%s %s is provisioned", ref.Kind, ref.Name)
+	if status, r, m, ok := readyCondition(obj); ok && r != "" {
+		// Mirrored, but provisioned stays provisioned: the contract says a
+		// provider's Ready may later say more about its operational state.
+		reason, message = r, fmt.Sprintf("%s %s: Ready=%s %s", ref.Kind, ref.Name, status, m)
+	}
+	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, reason, message)
+	return reconcile.Result{}, nil
+}
+
+// record copies providerID, failure domain and addresses onto the Machine.
+// A providerID, once recorded, never changes: a provider reporting another
+// breaks the contract, and the Machine keeps the first.
+func (c *contractInfra) record(ctx context.Context, s *scope, obj *unstructured.Unstructured, providerID string) error {
+	m := s.machine
+	switch m.Spec.ProviderID {
+	case providerID:
+	case "":
+		m.Spec.ProviderID = providerID
+		s.event(corev1.EventTypeNormal, "Provisioned", "infrastructure provisioned: "+providerID)
+	default:
+		return c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, &contractProblem{ReasonContractViolation,
+			fmt.Sprintf("%s %s changed its providerID from %s to %s", obj.GetKind(), obj.GetName(), m.Spec.ProviderID, providerID)})
+	}
+	if fd, _, _ := unstructured.NestedString(obj.Object, "spec", "failureDomain"); fd != "" && m.Spec.FailureDomain == "" {
+		m.Spec.FailureDomain = fd // the deprecated reverse direction of seed 004
+	}
+	if err := s.patchObject(ctx); err != nil {
+		return err
+	}
+	addrs, _, _ := unstructured.NestedSlice(obj.Object, "status", "addresses")
+	m.Status.Addresses = m.Status.Addresses[:0]
+	for _, a := range addrs {
+		am, _ := a.(map[string]any)
+		t, _ := am["type"].(string)
+		addr, _ := am["address"].(string)
+		if t != "" && addr != "" {
+			m.Status.Addresses = append(m.Status.Addresses, v1alpha1.MachineAddress{Type: v1alpha1.MachineAddressType(t), Address: addr})
+		}
+	}
+	return nil
+}
+
+// update has nothing to do: a contract provider reconciles changes to its
+// own objects; a changed template rolls the Machines.
+func (c *contractInfra) update(context.Context, *scope) (reconcile.Result, error) {
+	return reconcile.Result{}, nil
+}
+
+// delete deletes the InfraMachine and waits until it is gone: its provider
+// removes its finalizer once the VM is gone.
+func (c *contractInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	return c.r.deleteExternal(ctx, s, s.machine.Spec.InfrastructureRef)
+}
+
+// volumeIDs: a contract provider does not map volumes; the drain then
+// waits for every volume attachment of the Node (none are skipped).
+func (c *contractInfra) volumeIDs(context.Context, []*corev1.PersistentVolumeSpec) ([]string, error) {
+	return nil, nil
+}
+
+// deleteExternal deletes the object ref points at and reports done once it
+// no longer exists. A kind the API server no longer knows, or an object
+// already gone, is done.
+func (r *Reconciler) deleteExternal(ctx context.Context, s *scope, ref *v1alpha1.ContractReference) (bool, reconcile.Result, error) {
+	if ref == nil {
+		return true, reconcile.Result{}, nil
+	}
+	gvk, err := r.contractGVK(ctx, ref)
+	var problem *contractProblem
+	if errors.As(err, &problem) {
+		return true, reconcile.Result{}, nil
+	}
+	if err != nil {
+		return false, reconcile.Result{}, err
+	}
+	if err := r.contract.watch(gvk, r.Client); err != nil {
+		return false, reconcile.Result{}, err
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := r.contractReader().Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: ref.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, reconcile.Result{}, nil
+		}
+		return false, reconcile.Result{}, err
+	}
+	if obj.GetDeletionTimestamp().IsZero() {
+		if err := r.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return false, reconcile.Result{}, fmt.Errorf("deleting %s %s: %w", ref.Kind, ref.Name, err)
+		}
+		s.event(corev1.EventTypeNormal, "Deleting", fmt.Sprintf("deleting %s %s", ref.Kind, ref.Name))
+	}
+	// The delete event of the watched object wakes us; the requeue is a
+	// safety net for a provider that never finishes.
+	return false, reconcile.Result{RequeueAfter: r.Config.LongBackoffBase}, nil
+}
+
+// contractError turns a contractProblem into a False condition of condType
+// and an Event (returning nil: the watches and the creation timeout take
+// it from there); other errors are returned to be retried.
+func (r *Reconciler) contractError(s *scope, condType string, err error) error {
+	var problem *contractProblem
+	if !errors.As(err, &problem) {
+		return err
+	}
+	r.missing(s, condType, problem.reason, problem.message)
+	return nil
+}
