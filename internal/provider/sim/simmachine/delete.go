@@ -1,0 +1,50 @@
+package simmachine
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// reconcileDelete is seed 004's "Deleted resource" workflow: delete the VM
+// through the driver (NotFound is success), then remove the finalizer.
+// Without an owner no VM was ever made, as the VM is keyed by the owner.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.sm, infrav1.SimMachineFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if s.owner != nil {
+		s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonDeleting, "deleting the VM")
+		if ce := r.deleteVM(ctx, s); ce != nil {
+			msg := describe(ce.method, ce.err)
+			base, maxDelay := r.Config.BackoffBase, r.Config.BackoffCap
+			reason := infrav1.ReadyReasonDeleting
+			if !ce.outcome.Retryable() {
+				// A VM that may still exist is never forgotten: report it and
+				// retry slowly until a person fixes the cause.
+				base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
+				reason = infrav1.ReadyReasonDeletionFailed
+			} else if ce.outcome.Action == driver.RetryLong {
+				base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
+			}
+			after := r.backoff.next(s.sm.UID, base, maxDelay)
+			s.setReady(metav1.ConditionFalse, reason, msg+"; retrying")
+			return ctrl.Result{RequeueAfter: after}, nil
+		}
+		s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonDeleting, "the VM is deleted")
+		s.log.Info("deleted VM", "providerID", s.sm.Spec.ProviderID)
+	}
+	r.backoff.reset(s.sm.UID)
+	// The status first: once the finalizer is gone, so is the object.
+	if err := s.patchStatus(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, s.patchMeta(ctx, true, func(sm *infrav1.SimMachine) {
+		controllerutil.RemoveFinalizer(sm, infrav1.SimMachineFinalizer)
+	})
+}

@@ -1,0 +1,85 @@
+package simmachine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/provider/sim"
+	"github.com/millwright-dev/millwright/internal/testenv"
+)
+
+// env is the control plane shared by the package's tests, with every CRD
+// of config/crd/bases installed, SimMachine's included.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+	}
+	os.Exit(code)
+}
+
+// testConfig retries fast, so that faults cost the tests little time.
+func testConfig() Config {
+	return Config{
+		BackoffBase: 50 * time.Millisecond, BackoffCap: 500 * time.Millisecond,
+		LongBackoffBase: 100 * time.Millisecond, LongBackoffCap: time.Second,
+		CallTimeout: 10 * time.Second,
+	}
+}
+
+// startController runs the SimMachine controller against a sim of its
+// own (no Nodes: the contract is about the SimMachine, not the Node) until
+// the test ends, and returns the sim.
+func startController(t *testing.T) *sim.Sim {
+	t.Helper()
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := testenv.Scheme()
+	if err := infrav1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Driver: s,
+		Recorder: mgr.GetEventRecorder("simmachine"), Config: testConfig(),
+	}
+	if err := r.SetupWithManager(mgr, 4); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return s
+}

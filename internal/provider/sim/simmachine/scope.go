@@ -1,0 +1,170 @@
+package simmachine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// scope is one reconcile's view: the SimMachine as read (orig) and as it
+// is being changed (sm), and its owner Machine.
+type scope struct {
+	r   *Reconciler
+	log logr.Logger
+	sm  *infrav1.SimMachine
+	// orig is the last state the API server confirmed; status patches are
+	// computed against it.
+	orig *infrav1.SimMachine
+	// owner is the Machine owner reference; nil when there is none.
+	owner *metav1.OwnerReference
+	// machine is the owner Machine; nil when there is no owner or it is
+	// not (yet) in the cache.
+	machine *v1alpha1.Machine
+}
+
+func (r *Reconciler) newScope(ctx context.Context, sm *infrav1.SimMachine) (*scope, error) {
+	s := &scope{r: r, sm: sm, orig: sm.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
+	s.owner = machineOwner(sm.OwnerReferences)
+	if s.owner == nil {
+		return s, nil
+	}
+	s.log = s.log.WithValues("machine", s.owner.Name)
+	m := &v1alpha1.Machine{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: sm.Namespace, Name: s.owner.Name}, m)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	case m.UID == s.owner.UID:
+		s.machine = m
+	}
+	return s, nil
+}
+
+// machineOwner returns the owner reference to a Machine of
+// machine.millwright.dev, preferring the controller reference that the
+// Millwright machine controller sets.
+func machineOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
+	var found *metav1.OwnerReference
+	for i := range refs {
+		gv, err := schema.ParseGroupVersion(refs[i].APIVersion)
+		if err != nil || gv.Group != v1alpha1.GroupName || refs[i].Kind != "Machine" {
+			continue
+		}
+		if refs[i].Controller != nil && *refs[i].Controller {
+			return &refs[i]
+		}
+		if found == nil {
+			found = &refs[i]
+		}
+	}
+	return found
+}
+
+// paused reports whether the SimMachine or its owner Machine carries the
+// paused annotation.
+func (s *scope) paused() bool {
+	if _, ok := s.sm.Annotations[v1alpha1.PausedAnnotation]; ok {
+		return true
+	}
+	if s.machine != nil {
+		if _, ok := s.machine.Annotations[v1alpha1.PausedAnnotation]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scope) setPaused(paused bool) {
+	if paused {
+		s.setCondition(infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReasonPaused,
+			"the "+v1alpha1.PausedAnnotation+" annotation is set on the SimMachine or its Machine; nothing is reconciled until it is removed")
+		return
+	}
+	s.setCondition(infrav1.PausedCondition, metav1.ConditionFalse, infrav1.PausedReasonNotPaused, "")
+}
+
+// setReady sets the Ready condition; an Event and a log line mark each
+// change of its reason, the transitions a person follows.
+func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {
+	old := meta.FindStatusCondition(s.sm.Status.Conditions, infrav1.ReadyCondition)
+	if old == nil || old.Reason != reason || old.Status != status {
+		kind := corev1.EventTypeNormal
+		if reason == infrav1.ReadyReasonFailed || reason == infrav1.ReadyReasonDeletionFailed {
+			kind = corev1.EventTypeWarning
+		}
+		s.event(kind, reason, message)
+		s.log.Info("ready condition", "status", status, "reason", reason, "message", message)
+	}
+	s.setCondition(infrav1.ReadyCondition, status, reason, message)
+}
+
+func (s *scope) setCondition(t string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&s.sm.Status.Conditions, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: s.sm.Generation,
+	})
+}
+
+func (s *scope) event(kind, reason, message string) {
+	if s.r.Recorder != nil {
+		s.r.Recorder.Eventf(s.sm, s.machine, kind, reason, "Reconcile", "%s", message)
+	}
+}
+
+// fail records a terminal failure; the SimMachine is not reconciled again
+// except for its deletion.
+func (s *scope) fail(reason, message string) {
+	s.sm.Status.FailureReason = &reason
+	s.sm.Status.FailureMessage = &message
+	s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonFailed, fmt.Sprintf("%s: %s", reason, message))
+}
+
+// patchMeta applies mutate to the metadata or spec and patches them at
+// once, separately from the status. With lock the patch fails on a
+// concurrent change (for finalizers, whose list a merge patch replaces).
+func (s *scope) patchMeta(ctx context.Context, lock bool, mutate func(*infrav1.SimMachine)) error {
+	obj := s.orig.DeepCopy()
+	mutate(obj)
+	var opts []client.MergeFromOption
+	if lock {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	if err := s.r.Client.Patch(ctx, obj, client.MergeFromWithOptions(s.orig, opts...)); err != nil {
+		return err
+	}
+	// Keep the status of both copies: the server returned the old one.
+	obj.ObjectMeta.DeepCopyInto(&s.orig.ObjectMeta)
+	obj.Spec.DeepCopyInto(&s.orig.Spec)
+	obj.ObjectMeta.DeepCopyInto(&s.sm.ObjectMeta)
+	obj.Spec.DeepCopyInto(&s.sm.Spec)
+	return nil
+}
+
+// patchStatus writes the status if it changed. A SimMachine that is gone
+// (its finalizer was just removed) has no status to write.
+func (s *scope) patchStatus(ctx context.Context) error {
+	if equalStatus(&s.orig.Status, &s.sm.Status) {
+		return nil
+	}
+	if err := s.r.Client.Status().Patch(ctx, s.sm, client.MergeFrom(s.orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.orig = s.sm.DeepCopy()
+	return nil
+}
+
+func equalStatus(a, b *infrav1.SimMachineStatus) bool {
+	return apiequality.Semantic.DeepEqual(a, b)
+}
