@@ -180,3 +180,23 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
+// rollTo makes the MachineDeployment's template use another class, which
+// rolls the fleet to a new MachineSet.
+func (s *scenario) rollTo(class string) {
+	s.t.Helper()
+	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Class.Name = class })
+}
+
+// machineReady reports whether a Machine counts as available: Ready and
+// not being deleted.
+func machineReady(m *v1alpha1.Machine) bool {
+	if m.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range m.Status.Conditions {
+		if c.Type == v1alpha1.ReadyCondition {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}

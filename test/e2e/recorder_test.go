@@ -251,6 +251,9 @@ func (r *recorder) verify() {
 		}
 	}
 	for _, m := range r.machineDeletions {
+		if d := m.Status.Deletion; d != nil && (d.ForceReason != "" || d.Drain != nil && d.Drain.Attempts > 0) {
+			t.Logf("Machine %s: drain forced (%q) or refused %+v; last operation %q", m.Name, d.ForceReason, d.Drain, m.Status.LastOperation.Description)
+		}
 		if !drained(m.Status.Deletion) {
 			t.Errorf("Machine %s disappeared without its deletion steps: status.deletion %+v, phase %s", m.Name, m.Status.Deletion, m.Status.Phase)
 		}
@@ -273,4 +276,20 @@ func (r *recorder) stateAtLocked(d deletion) (string, machineVersion) {
 		return name, last
 	}
 	return "", machineVersion{}
+}
+
+// addCheck adds an invariant from now on.
+func (r *recorder) addCheck(c check) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.checks = append(r.checks, c)
+}
+
+// podsLocked returns the current Pods; the recorder must be locked.
+func (r *recorder) podsLocked() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, o := range r.objs[kindPod] {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
 }

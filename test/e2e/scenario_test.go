@@ -3,8 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,11 +148,16 @@ func (s *scenario) startManager(extra ...string) *manager {
 	return m
 }
 
-// restartManager starts m again (after killManager) and waits until it is
-// ready.
+// restartManager starts m again (after it was stopped) and waits until
+// it is ready.
 func (s *scenario) restartManager(m *manager) {
 	s.t.Helper()
 	s.start(m.name, "millwright-manager", m.args)
+	s.waitReady(m)
+}
+
+func (s *scenario) waitReady(m *manager) {
+	s.t.Helper()
 	s.eventually(time.Minute, m.name+" to be ready", func() (bool, error) {
 		if exited, err := cluster.ProcessExited(m.name); exited {
 			s.t.Fatalf("%s exited: %v", m.name, err)
@@ -160,6 +168,35 @@ func (s *scenario) restartManager(m *manager) {
 		}
 		return err == nil, err
 	})
+}
+
+// killManager kills m with SIGKILL, as a crash or an OOM kill would, and
+// reaps it.
+func (s *scenario) killManager(m *manager) {
+	s.t.Helper()
+	if err := kill(m); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func kill(m *manager) error {
+	pid, ok := cluster.PIDs()[m.name]
+	if !ok {
+		return fmt.Errorf("%s is not running", m.name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s: %w", m.name, err)
+	}
+	return cluster.StopProcess(m.name)
+}
+
+// crashAndRestart kills m and starts it again without waiting for it to
+// be ready; it may run on any goroutine.
+func (s *scenario) crashAndRestart(m *manager) error {
+	if err := kill(m); err != nil {
+		return err
+	}
+	return cluster.StartProcess(context.Background(), m.name, filepath.Join(binDir, "millwright-manager"), m.args...)
 }
 
 // eventually polls cond every 500ms until it holds, failing the test after
@@ -190,4 +227,18 @@ func (s *scenario) describeMachines() string {
 			m.Status.LastOperation.Description, m.Status.FailureReason)
 	}
 	return b.String()
+}
+
+// seededRand returns a random source seeded from E2E_SEED, or from the
+// clock, and logs the seed so that a failing run can be replayed.
+func seededRand(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("E2E_SEED"); v != "" {
+		if _, err := fmt.Sscan(v, &seed); err != nil {
+			t.Fatalf("E2E_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("random seed %d (set E2E_SEED=%d to replay)", seed, seed)
+	return rand.New(rand.NewPCG(seed, seed))
 }

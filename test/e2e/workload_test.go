@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// createWorkload creates a Deployment "work" of replicas pods spread over
+// the scenario's Nodes (at most one pod of difference between two Nodes
+// that can take pods) and a PodDisruptionBudget keeping minAvailable of
+// them, then waits until every pod is available.
+func (s *scenario) createWorkload(replicas, minAvailable int32) {
+	s.t.Helper()
+	labels := map[string]string{"app": "work"}
+	honor := corev1.NodeInclusionPolicyHonor
+	s.create(&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: s.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"pool": s.ns},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, NodeTaintsPolicy: &honor,
+					}},
+					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+				},
+			},
+		},
+	})
+	min := intstr.FromInt32(minAvailable)
+	s.create(&policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: s.ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	})
+	s.waitWorkload(replicas, 2*time.Minute)
+}
+
+// waitWorkload waits until the workload's Deployment has every pod
+// available and up to date, and returns its pods.
+func (s *scenario) waitWorkload(replicas int32, bound time.Duration) []corev1.Pod {
+	s.t.Helper()
+	var pods []corev1.Pod
+	s.eventually(bound, fmt.Sprintf("%d available pods of the workload", replicas), func() (bool, error) {
+		d := &appsv1.Deployment{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "work"}, d); err != nil {
+			return false, err
+		}
+		st := d.Status
+		if st.ObservedGeneration != d.Generation || st.AvailableReplicas != replicas || st.UpdatedReplicas != replicas || st.Replicas != replicas {
+			return false, fmt.Errorf("deployment status %+v", st)
+		}
+		list := &corev1.PodList{}
+		if err := k8s.List(context.Background(), list, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
+			return false, err
+		}
+		pods = list.Items
+		return len(pods) == int(replicas), fmt.Errorf("%d pods", len(pods))
+	})
+	return pods
+}
+
+// podAvailable reports whether a pod counts for its disruption budget:
+// Ready and not being deleted.
+func podAvailable(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// budgetKept is the invariant that at least min pods of the workload are
+// available.
+func budgetKept(min int) check {
+	return func(r *recorder) string {
+		n := 0
+		for _, p := range r.podsLocked() {
+			if p.Labels["app"] == "work" && podAvailable(p) {
+				n++
+			}
+		}
+		if n < min {
+			return fmt.Sprintf("only %d pods of the workload available, the budget keeps %d", n, min)
+		}
+		return ""
+	}
+}
