@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/internal/cli"
@@ -56,6 +57,11 @@ type Options struct {
 	LogLevel string
 	// LogFormat is text or json.
 	LogFormat string
+	// InfraController runs the SimMachine controller (contract provider)
+	// in the sim process, against the same cloud the driver serves.
+	InfraController bool
+	// InfraWorkers is how many SimMachines are reconciled at once.
+	InfraWorkers int
 }
 
 // NewOptions returns the defaults of every flag.
@@ -70,6 +76,7 @@ func NewOptions() *Options {
 		Name:         sim.DefaultName,
 		LogLevel:     "info",
 		LogFormat:    "text",
+		InfraWorkers: 8,
 	}
 }
 
@@ -102,8 +109,18 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 		}
 	}
 
+	var mgr ctrl.Manager
+	if o.InfraController {
+		if mgr, err = newInfraManager(cfg, s, o.InfraWorkers, log); err != nil {
+			return err
+		}
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.Start(gctx) })
+	if mgr != nil {
+		g.Go(func() error { return mgr.Start(gctx) })
+	}
 	g.Go(func() error { return driver.ServeEndpoint(gctx, o.Endpoint, s) })
 	if adminLis != nil {
 		srv := &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
@@ -121,7 +138,7 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 			return srv.Shutdown(sctx)
 		})
 	}
-	log.Info("sim running", "driver", o.Name, "endpoint", o.Endpoint, "nodeMode", o.NodeMode, "snapshot", o.SnapshotPath)
+	log.Info("sim running", "driver", o.Name, "endpoint", o.Endpoint, "nodeMode", o.NodeMode, "snapshot", o.SnapshotPath, "infraController", o.InfraController)
 	err = g.Wait()
 	log.Info("sim stopped")
 	return err
@@ -164,6 +181,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Name == "" {
 		bad("name", "must not be empty")
+	}
+	if o.InfraWorkers < 1 {
+		bad("infra-workers", "must be at least 1, got %d", o.InfraWorkers)
 	}
 	if _, err := parseLevel(o.LogLevel); err != nil {
 		bad("log-level", "%v", err)
