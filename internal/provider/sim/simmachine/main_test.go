@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -18,14 +19,27 @@ import (
 )
 
 // env is the control plane shared by the package's tests, with every CRD
-// of config/crd/bases installed, SimMachine's included.
-var env *testenv.Env
+// of config/crd/bases installed, SimMachine's included; testClient reaches
+// it with the SimMachine kinds known.
+var (
+	env        *testenv.Env
+	testClient client.Client
+)
 
 func TestMain(m *testing.M) {
 	var err error
 	env, err = testenv.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	scheme := testenv.Scheme()
+	if err := infrav1.AddToScheme(scheme); err != nil {
+		panic(err) // static registration
+	}
+	if testClient, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = env.Stop()
 		os.Exit(1)
 	}
 	code := m.Run()
