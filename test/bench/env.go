@@ -46,6 +46,8 @@ type env struct {
 	pprofURL   string // the manager's /debug/pprof
 	qps        float32
 	burst      int
+	// managerArgs are extra manager flags (-manager-args).
+	managerArgs []string
 }
 
 func newScheme() *runtime.Scheme {
@@ -164,11 +166,12 @@ func (e *env) startMillwright(ctx context.Context) error {
 	}
 	e.metricsURL = "http://" + metrics + "/metrics"
 	e.pprofURL = "http://" + pprof + "/debug/pprof"
-	if err := e.cluster.StartProcess(ctx, managerName, filepath.Join(e.bin, managerName),
-		"--kubeconfig", e.cluster.Kubeconfig(), "--driver", "sim="+socket, "--namespace", benchNamespace,
+	args := append([]string{
+		"--kubeconfig", e.cluster.Kubeconfig(), "--driver", "sim=" + socket, "--namespace", benchNamespace,
 		"--health-probe-bind-address", health, "--metrics-bind-address", metrics,
 		"--pprof-bind-address", pprof,
-		"--kube-api-qps", qps, "--kube-api-burst", burst); err != nil {
+		"--kube-api-qps", qps, "--kube-api-burst", burst}, e.managerArgs...)
+	if err := e.cluster.StartProcess(ctx, managerName, filepath.Join(e.bin, managerName), args...); err != nil {
 		return err
 	}
 	logf("manager: metrics %s, pprof %s, log %s", e.metricsURL, e.pprofURL, e.cluster.LogPath(managerName))

@@ -50,6 +50,7 @@ func main() {
 	qps := flag.Float64("qps", 50, "API client QPS of the manager, the sim and the floor (the manager's default)")
 	burst := flag.Int("burst", 100, "API client burst of the manager, the sim and the floor (the manager's default)")
 	timeout := flag.Duration("timeout", 0, "bound of each scenario (default: 10m + 1s per machine)")
+	managerArgs := flag.String("manager-args", "", "extra flags for millwright-manager, space-separated (e.g. \"--machine-workers=100\"), to see what a setting changes")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
 	// retries are not the benchmark's output.
@@ -71,7 +72,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs)})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -103,6 +104,8 @@ type config struct {
 	qps       float32
 	burst     int
 	timeout   time.Duration
+	// managerArgs are added to the manager's command line.
+	managerArgs []string
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -120,6 +123,9 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	}
 	logf("starting the local cluster (%d machines; scenarios %s)", cfg.n, strings.Join(cfg.scenarios, ","))
 	e, err := startCluster(ctx, root, dir, cfg.qps, cfg.burst)
+	if e != nil {
+		e.managerArgs = cfg.managerArgs
+	}
 	defer e.stop(cfg.keep)
 	if err != nil {
 		return nil, err

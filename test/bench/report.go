@@ -36,6 +36,8 @@ type result struct {
 	// QPS and Burst are the client limits of the manager, the sim and the floor.
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
+	// ManagerArgs are the extra manager flags of this run (-manager-args).
+	ManagerArgs []string `json:"manager_args,omitempty"`
 }
 
 func writeJSON(w io.Writer, results []*result) error {

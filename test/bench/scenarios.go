@@ -42,6 +42,7 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		ManagerCPUSeconds: num(round(end.cpuSeconds-m.start.cpuSeconds, 1)),
 		Writes:            map[string]float64{},
 		QPS:               m.e.qps, Burst: m.e.burst,
+		ManagerArgs: m.e.managerArgs,
 	}
 	r.APIServerWrites = map[string]float64{}
 	for k, v := range end.apiWrites {
