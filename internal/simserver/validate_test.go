@@ -24,18 +24,20 @@ func parse(t *testing.T, args ...string) *Options {
 
 func TestFlags(t *testing.T) {
 	o := parse(t, "--endpoint=unix:///tmp/s.sock", "--admin-address=127.0.0.1:9999", "--kubeconfig=/k",
-		"--node-mode=builtin", "--snapshot=/tmp/s.json", "--node-workers=2", "--node-resync=1m", "--name=sim2")
+		"--node-mode=builtin", "--snapshot=/tmp/s.json", "--node-workers=2", "--node-resync=1m", "--name=sim2",
+		"--infra-controller", "--infra-workers=3")
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	want := Options{Endpoint: "unix:///tmp/s.sock", AdminAddress: "127.0.0.1:9999", Kubeconfig: "/k",
 		KubeAPIQPS: 50, KubeAPIBurst: 100, NodeMode: "builtin", NodeWorkers: 2, NodeResync: time.Minute,
-		SnapshotPath: "/tmp/s.json", Name: "sim2", LogLevel: "info", LogFormat: "text"}
+		SnapshotPath: "/tmp/s.json", Name: "sim2", LogLevel: "info", LogFormat: "text",
+		InfraController: true, InfraWorkers: 3}
 	if *o != want {
 		t.Errorf("got %+v\nwant %+v", *o, want)
 	}
-	if d := NewOptions(); d.NodeMode != "kwok" || d.AdminAddress != "127.0.0.1:8090" {
-		t.Errorf("defaults: node mode %q, admin %q", d.NodeMode, d.AdminAddress)
+	if d := NewOptions(); d.NodeMode != "kwok" || d.AdminAddress != "127.0.0.1:8090" || d.InfraController || d.InfraWorkers != 8 {
+		t.Errorf("defaults: node mode %q, admin %q, infra controller %v with %d workers", d.NodeMode, d.AdminAddress, d.InfraController, d.InfraWorkers)
 	}
 }
 
@@ -65,6 +67,7 @@ func TestValidationErrors(t *testing.T) {
 		{"admin", []string{"--endpoint=tcp://:1", "--admin-address=8090"}, []string{`--admin-address: "8090" is not host:port`}},
 		{"workers and resync", []string{"--endpoint=tcp://:1", "--node-workers=0", "--node-resync=0"},
 			[]string{"--node-workers: must be at least 1, got 0", "--node-resync: must be a positive duration, got 0s"}},
+		{"infra workers", []string{"--endpoint=tcp://:1", "--infra-workers=0"}, []string{"--infra-workers: must be at least 1, got 0"}},
 		{"log", []string{"--endpoint=tcp://:1", "--log-level=loud", "--log-format=xml"},
 			[]string{`--log-level: "loud": want debug, info, warn or error`, `--log-format: "xml": want text or json`}},
 	} {
