@@ -72,6 +72,11 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", "", "pods", "list;delete"),
 	grants("ClusterRole millwright-manager", "", "pods/eviction", "create"),
 	grants("ClusterRole millwright-manager", "events.k8s.io", "events", "create;patch"),
+	// Contract providers: the reference InfraMachine and its template
+	// (cloned by the MachineSet controller), and the CRDs' contract label.
+	grants("ClusterRole millwright-manager", "infrastructure.millwright.dev", "simmachines", "get;list;watch;create;patch;delete"),
+	grants("ClusterRole millwright-manager", "infrastructure.millwright.dev", "simmachinetemplates", "get"),
+	grants("ClusterRole millwright-manager", "apiextensions.k8s.io", "customresourcedefinitions", "get;list;watch"),
 	// The safety controller's API-server probe (every authenticated user
 	// may read /readyz through system:public-info-viewer anyway).
 	[]grant{{role: "ClusterRole millwright-manager", url: "/readyz", verb: "get"}},
@@ -85,6 +90,12 @@ var wantGrants = slices.Concat(
 	// The sim (the sidecar, or a manager running it in process).
 	grants("ClusterRole millwright-sim", "", "nodes", "get;create;patch"),
 	grants("ClusterRole millwright-sim", "", "nodes/status", "patch"),
+	// The sim's SimMachine controller (--infra-controller).
+	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachines", "get;list;watch;patch"),
+	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachines/status", "patch"),
+	grants("ClusterRole millwright-sim", mwGroup, "machines", "get;list;watch"),
+	grants("ClusterRole millwright-sim", "", "secrets", "get"),
+	grants("ClusterRole millwright-sim", "events.k8s.io", "events", "create;patch"),
 )
 
 func named(gs []grant, name string) []grant {
@@ -240,7 +251,7 @@ func TestServiceAccountIsAuthorized(t *testing.T) {
 		{resource: "nodes", verb: "update"},
 		{resource: "persistentvolumes", verb: "list"},
 		{group: "rbac.authorization.k8s.io", resource: "clusterroles", verb: "escalate"},
-		{group: "apiextensions.k8s.io", resource: "customresourcedefinitions", verb: "get"},
+		{group: "apiextensions.k8s.io", resource: "customresourcedefinitions", verb: "update"},
 		{resource: "users", verb: "impersonate"},
 		{url: "/metrics", verb: "get"},
 	} {

@@ -33,6 +33,8 @@ var defaultObjects = []string{
 	"customresourcedefinition.apiextensions.k8s.io/machines.machine.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/machinesets.machine.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/machinedeployments.machine.millwright.dev",
+	"customresourcedefinition.apiextensions.k8s.io/simmachines.infrastructure.millwright.dev",
+	"customresourcedefinition.apiextensions.k8s.io/simmachinetemplates.infrastructure.millwright.dev",
 	"millwright-system serviceaccount/millwright-manager",
 	"clusterrole.rbac.authorization.k8s.io/millwright-manager",
 	"clusterrole.rbac.authorization.k8s.io/millwright-sim",

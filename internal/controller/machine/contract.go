@@ -3,12 +3,8 @@ package machine
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,19 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
-// Condition reasons about contract providers' objects.
-const (
-	ReasonKindUnknown       = "KindUnknown"
-	ReasonContractMissing   = "ContractLabelMissing"
-	ReasonObjectNotFound    = "ObjectNotFound"
-	ReasonForbidden         = "Forbidden"
-	ReasonOwnedElsewhere    = "OwnedByAnotherController"
-	ReasonContractViolation = "ContractViolation"
-	ReasonWaitingForInfra   = "WaitingForInfrastructure"
-	ReasonWaitingForData    = "WaitingForBootstrapData"
-)
+// ReasonWaitingForInfra: the InfraMachine is not provisioned yet.
+const ReasonWaitingForInfra = "WaitingForInfrastructure"
 
 // contractWatches holds what the machine controller needs to watch
 // provider kinds it learns of while running: a watch is added the first
@@ -66,52 +54,12 @@ func (w *contractWatches) watch(gvk schema.GroupVersionKind, c client.Client) er
 	return nil
 }
 
-// contractProblem is why a provider object cannot be used: it becomes a
-// condition (reason, message) on the Machine, and an Event.
-type contractProblem struct{ reason, message string }
-
-func (p *contractProblem) Error() string { return p.reason + ": " + p.message }
-
-// contractGVK resolves the version of ref's kind to use: the last one the
-// provider's CRD lists in its ContractLabel (seed 004 "APIVersion field
-// value"). The CRD is named <plural>.<group>; the plural comes from
-// discovery, which the RESTMapper refreshes when a kind is new.
-func (r *Reconciler) contractGVK(ctx context.Context, ref *v1alpha1.ContractReference) (schema.GroupVersionKind, error) {
-	gk := schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind}
-	mapping, err := r.Client.RESTMapper().RESTMapping(gk)
-	if meta.IsNoMatchError(err) {
-		return schema.GroupVersionKind{}, &contractProblem{ReasonKindUnknown,
-			fmt.Sprintf("the API server does not know kind %s: is its provider installed?", gk)}
-	}
-	if err != nil {
-		return schema.GroupVersionKind{}, err
-	}
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	name := mapping.Resource.Resource + "." + ref.APIGroup
-	if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return schema.GroupVersionKind{}, &contractProblem{ReasonContractMissing,
-				fmt.Sprintf("kind %s has no CustomResourceDefinition %s: only CRD-defined providers can honour the contract", gk, name)}
-		}
-		return schema.GroupVersionKind{}, err
-	}
-	versions := crd.Labels[v1alpha1.ContractLabel]
-	if versions == "" {
-		return schema.GroupVersionKind{}, &contractProblem{ReasonContractMissing,
-			fmt.Sprintf("CustomResourceDefinition %s has no label %s: its provider does not declare contract %s",
-				name, v1alpha1.ContractLabel, v1alpha1.ContractVersion)}
-	}
-	all := strings.Split(versions, "_")
-	return gk.WithVersion(all[len(all)-1]), nil
-}
-
 // external reads the provider object ref points at, in the Machine's
 // namespace, from the cache (watching its kind from now on) and makes the
-// Machine its controller owner. A contractProblem error says why it cannot
-// be used; other errors are transient.
+// Machine its controller owner. A contract.Problem error says why it
+// cannot be used; other errors are transient.
 func (r *Reconciler) external(ctx context.Context, s *scope, ref *v1alpha1.ContractReference) (*unstructured.Unstructured, error) {
-	gvk, err := r.contractGVK(ctx, ref)
+	gvk, err := contract.GVK(ctx, r.Client, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -121,13 +69,8 @@ func (r *Reconciler) external(ctx context.Context, s *scope, ref *v1alpha1.Contr
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	key := types.NamespacedName{Namespace: s.machine.Namespace, Name: ref.Name}
-	switch err := r.contractReader().Get(ctx, key, obj); {
-	case apierrors.IsNotFound(err):
-		return nil, &contractProblem{ReasonObjectNotFound, fmt.Sprintf("%s %s not found in namespace %s", ref.Kind, ref.Name, key.Namespace)}
-	case apierrors.IsForbidden(err):
-		return nil, &contractProblem{ReasonForbidden, fmt.Sprintf("the manager may not read %s: grant it get, list, watch, patch and delete on %s (%v)", gvk.GroupKind(), gvk.GroupKind(), err)}
-	case err != nil:
-		return nil, err
+	if err := r.contractReader().Get(ctx, key, obj); err != nil {
+		return nil, contract.Classify(err, gvk, key)
 	}
 	return obj, r.adopt(ctx, s, obj)
 }
@@ -157,7 +100,7 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope, obj *unstructured.Unst
 			return nil // already ours
 		}
 		if ref.Kind != "MachineSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
-			return &contractProblem{ReasonOwnedElsewhere, fmt.Sprintf("%s %s is controlled by %s %s, not by this Machine",
+			return &contract.Problem{Reason: contract.ReasonOwnedElsewhere, Message: fmt.Sprintf("%s %s is controlled by %s %s, not by this Machine",
 				obj.GetKind(), obj.GetName(), ref.Kind, ref.Name)}
 		}
 	}
@@ -169,40 +112,4 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope, obj *unstructured.Unst
 	}
 	s.event("Normal", "Adopted", fmt.Sprintf("controls %s %s", obj.GetKind(), obj.GetName()))
 	return nil
-}
-
-// contractFailure returns the terminal failure a provider object reports
-// (status.failureReason / failureMessage), if any.
-func contractFailure(obj *unstructured.Unstructured) (reason, message string, failed bool) {
-	reason, _, _ = unstructured.NestedString(obj.Object, "status", "failureReason")
-	message, _, _ = unstructured.NestedString(obj.Object, "status", "failureMessage")
-	if reason == "" && message == "" {
-		return "", "", false
-	}
-	if reason == "" {
-		reason = "ProviderFailure"
-	}
-	return reason, message, true
-}
-
-// readyCondition returns obj's Ready condition (status.conditions), if any.
-func readyCondition(obj *unstructured.Unstructured) (status, reason, message string, ok bool) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		cm, _ := c.(map[string]any)
-		if cm["type"] != "Ready" {
-			continue
-		}
-		status, _ = cm["status"].(string)
-		reason, _ = cm["reason"].(string)
-		message, _ = cm["message"].(string)
-		return status, reason, message, true
-	}
-	return "", "", "", false
-}
-
-// nestedFlag is a boolean at path in obj, false when absent.
-func nestedFlag(obj *unstructured.Unstructured, path ...string) bool {
-	v, _, _ := unstructured.NestedBool(obj.Object, path...)
-	return v
 }

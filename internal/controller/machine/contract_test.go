@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
 
 // These tests play the contract providers themselves: they register
@@ -26,76 +25,17 @@ import (
 // and write the providers' status fields by hand, so that only the machine
 // controller's side of the contract is under test.
 
-const testGroup = "infrastructure.contract.test"
-
-// provider registers a namespaced kind of testGroup whose CRD carries the
-// contract label with labelValue ("" for none), and waits until it is served.
-func provider(t *testing.T, kind, labelValue string) {
-	t.Helper()
-	plural := strings.ToLower(kind) + "s"
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + testGroup},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: testGroup,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1alpha1", Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-	if labelValue != "" {
-		crd.Labels = map[string]string{v1alpha1.ContractLabel: labelValue}
-	}
-	ctx := context.Background()
-	if err := controllertest.Env.Client.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		list := &unstructured.UnstructuredList{}
-		list.SetAPIVersion(testGroup + "/v1alpha1")
-		list.SetKind(kind + "List")
-		err := controllertest.Env.Client.List(ctx, list, client.InNamespace("default"))
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kind %s not served: %v", kind, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// newObj is an empty object of kind.
-func newObj(kind, ns, name string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(testGroup + "/v1alpha1")
-	u.SetKind(kind)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	return u
-}
+const testGroup = controllertest.ProviderGroup
 
 func createObj(h *controllertest.Harness, kind, name string) {
 	h.T.Helper()
-	h.Create(newObj(kind, h.NS, name))
-}
-
-func getObj(h *controllertest.Harness, kind, name string) (*unstructured.Unstructured, error) {
-	u := newObj(kind, h.NS, name)
-	err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(u), u)
-	return u, err
+	h.Create(controllertest.ProviderObject(kind, h.NS, name))
 }
 
 // setStatus merges fields into the status of the object (as its provider would).
 func setStatus(h *controllertest.Harness, kind, name string, status map[string]any) {
 	h.T.Helper()
-	u, err := getObj(h, kind, name)
+	u, err := h.GetProviderObject(kind, name)
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -112,7 +52,7 @@ func setStatus(h *controllertest.Harness, kind, name string, status map[string]a
 
 func setSpec(h *controllertest.Harness, kind, name string, spec map[string]any) {
 	h.T.Helper()
-	u, err := getObj(h, kind, name)
+	u, err := h.GetProviderObject(kind, name)
 	if err != nil {
 		h.T.Fatal(err)
 	}
@@ -162,8 +102,8 @@ func controlledBy(u *unstructured.Unstructured, m *v1alpha1.Machine) bool {
 // deletion its provider objects go before its Node.
 func TestContractMachineLifecycle(t *testing.T) {
 	h := newHarness(t, nil)
-	provider(t, "LifeMachine", "v1alpha0_v1alpha1")
-	provider(t, "LifeConfig", "v1alpha1")
+	controllertest.RegisterProviderKind(t, "LifeMachine", "v1alpha0_v1alpha1")
+	controllertest.RegisterProviderKind(t, "LifeConfig", "v1alpha1")
 	createObj(h, "LifeMachine", "m")
 	createObj(h, "LifeConfig", "m")
 	contractMachine(h, "m", "LifeMachine", "LifeConfig")
@@ -171,7 +111,7 @@ func TestContractMachineLifecycle(t *testing.T) {
 	m := h.WaitPhase("m", v1alpha1.PhasePending, 20*time.Second)
 	for _, kind := range []string{"LifeMachine", "LifeConfig"} {
 		h.Eventually(10*time.Second, kind+" owned by the Machine", func() (bool, error) {
-			u, err := getObj(h, kind, "m")
+			u, err := h.GetProviderObject(kind, "m")
 			return err == nil && controlledBy(u, m), err
 		})
 	}
@@ -204,8 +144,8 @@ func TestContractMachineLifecycle(t *testing.T) {
 
 	h.DeleteMachine("m")
 	h.Eventually(20*time.Second, "the provider objects deleted", func() (bool, error) {
-		_, e1 := getObj(h, "LifeMachine", "m")
-		_, e2 := getObj(h, "LifeConfig", "m")
+		_, e1 := h.GetProviderObject("LifeMachine", "m")
+		_, e2 := h.GetProviderObject("LifeConfig", "m")
 		return apierrors.IsNotFound(e1) && apierrors.IsNotFound(e2), nil
 	})
 	h.WaitGone("m")
@@ -218,9 +158,9 @@ func TestContractMachineLifecycle(t *testing.T) {
 // finalizer holds it keeps the Machine at the infrastructure step.
 func TestContractDeletionWaitsForProvider(t *testing.T) {
 	h := newHarness(t, nil)
-	provider(t, "SlowMachine", "v1alpha1")
-	provider(t, "SlowConfig", "v1alpha1")
-	infra := newObj("SlowMachine", h.NS, "m")
+	controllertest.RegisterProviderKind(t, "SlowMachine", "v1alpha1")
+	controllertest.RegisterProviderKind(t, "SlowConfig", "v1alpha1")
+	infra := controllertest.ProviderObject("SlowMachine", h.NS, "m")
 	infra.SetFinalizers([]string{"provider.test/hold"})
 	h.Create(infra)
 	createObj(h, "SlowConfig", "m")
@@ -241,7 +181,7 @@ func TestContractDeletionWaitsForProvider(t *testing.T) {
 	if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{}); err != nil {
 		t.Fatalf("the Node was deleted before the InfraMachine: %v", err)
 	}
-	u, err := getObj(h, "SlowMachine", "m")
+	u, err := h.GetProviderObject("SlowMachine", "m")
 	if err != nil || u.GetDeletionTimestamp() == nil {
 		t.Fatalf("the InfraMachine was not asked to delete: %v", err)
 	}
@@ -256,7 +196,7 @@ func TestContractDeletionWaitsForProvider(t *testing.T) {
 // A terminal failure reported by the InfraMachine fails the Machine.
 func TestContractTerminalFailure(t *testing.T) {
 	h := newHarness(t, nil)
-	provider(t, "FailMachine", "v1alpha1")
+	controllertest.RegisterProviderKind(t, "FailMachine", "v1alpha1")
 	createObj(h, "FailMachine", "m")
 	h.Create(&v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Name: h.Prefix + "m", Namespace: h.NS},
@@ -278,16 +218,16 @@ func TestContractTerminalFailure(t *testing.T) {
 // missing object, ready without providerID.
 func TestContractViolations(t *testing.T) {
 	h := newHarness(t, nil)
-	provider(t, "NoLabelMachine", "")
-	provider(t, "GoodMachine", "v1alpha1")
+	controllertest.RegisterProviderKind(t, "NoLabelMachine", "")
+	controllertest.RegisterProviderKind(t, "GoodMachine", "v1alpha1")
 	createObj(h, "NoLabelMachine", "m")
 	createObj(h, "GoodMachine", "noid")
 	setStatus(h, "GoodMachine", "noid", map[string]any{"ready": true})
 	for _, tc := range []struct{ name, kind, object, reason string }{
-		{"unknown", "NoSuchMachine", "m", machine.ReasonKindUnknown},
-		{"nolabel", "NoLabelMachine", "m", machine.ReasonContractMissing},
-		{"missing", "GoodMachine", "absent", machine.ReasonObjectNotFound},
-		{"noid", "GoodMachine", "noid", machine.ReasonContractViolation},
+		{"unknown", "NoSuchMachine", "m", contract.ReasonKindUnknown},
+		{"nolabel", "NoLabelMachine", "m", contract.ReasonContractMissing},
+		{"missing", "GoodMachine", "absent", contract.ReasonObjectNotFound},
+		{"noid", "GoodMachine", "noid", contract.ReasonContractViolation},
 	} {
 		h.Create(&v1alpha1.Machine{
 			ObjectMeta: metav1.ObjectMeta{Name: h.Prefix + tc.name, Namespace: h.NS},

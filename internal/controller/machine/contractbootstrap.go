@@ -5,10 +5,10 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
 // bootstrapConfig follows spec.bootstrap.configRef (seed 000): it owns the
@@ -20,16 +20,16 @@ import (
 // run (they adopt the InfraMachine, and wait for the data themselves).
 func (r *Reconciler) bootstrapConfig(ctx context.Context, s *scope) (reconcile.Result, error) {
 	b := &s.machine.Spec.Bootstrap
-	contract := s.machine.Spec.InfrastructureRef != nil
+	contractMachine := s.machine.Spec.InfrastructureRef != nil
 	switch {
 	case b.DataSecretName != nil:
-		if contract { // a driver Machine says so when it reads the Secret
+		if contractMachine { // a driver Machine says so when it reads the Secret
 			s.setCondition(v1alpha1.BootstrapReadyCondition, metav1.ConditionTrue, ReasonBootstrapDataReady,
 				"bootstrap data is in Secret "+*b.DataSecretName)
 		}
 		return reconcile.Result{}, nil
 	case b.ConfigRef == nil:
-		if contract {
+		if contractMachine {
 			r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonBootstrapDataMissing,
 				"spec.bootstrap has neither configRef nor dataSecretName: the InfraMachine's provider has no bootstrap data to boot with")
 		}
@@ -40,13 +40,12 @@ func (r *Reconciler) bootstrapConfig(ctx context.Context, s *scope) (reconcile.R
 	if err != nil {
 		return reconcile.Result{}, r.contractError(s, v1alpha1.BootstrapReadyCondition, err)
 	}
-	if reason, message, failed := contractFailure(obj); failed {
+	if reason, message, failed := contract.Failure(obj); failed {
 		s.fail(reason, fmt.Sprintf("%s %s: %s", ref.Kind, ref.Name, message))
 		return reconcile.Result{}, nil
 	}
-	name, _, _ := unstructured.NestedString(obj.Object, "status", "dataSecretName")
-	ready := nestedFlag(obj, "status", "ready") || nestedFlag(obj, "status", "initialization", "dataSecretCreated")
-	if name == "" || !ready {
+	name, ready := contract.BootstrapDataSecret(obj)
+	if !ready {
 		r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonBootstrapDataMissing,
 			fmt.Sprintf("waiting for %s %s to provide bootstrap data", ref.Kind, ref.Name))
 		return reconcile.Result{}, nil // its watch wakes us

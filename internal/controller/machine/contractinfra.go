@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
 // contractInfra is a Machine's infrastructure made by a contract provider:
@@ -29,31 +30,31 @@ func (c *contractInfra) ensure(ctx context.Context, s *scope) (reconcile.Result,
 	if err != nil {
 		return reconcile.Result{}, c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, err)
 	}
-	if reason, message, failed := contractFailure(obj); failed {
+	if reason, message, failed := contract.Failure(obj); failed {
 		s.fail(reason, fmt.Sprintf("%s %s: %s", ref.Kind, ref.Name, message))
 		return reconcile.Result{}, nil
 	}
-	if !nestedFlag(obj, "status", "ready") && !nestedFlag(obj, "status", "initialization", "provisioned") {
+	if !contract.InfrastructureProvisioned(obj) {
 		reason, message := ReasonWaitingForInfra, fmt.Sprintf("waiting for %s %s to be provisioned", ref.Kind, ref.Name)
-		if status, r, m, ok := readyCondition(obj); ok && status != string(metav1.ConditionTrue) && r != "" {
-			reason, message = r, fmt.Sprintf("%s %s: %s", ref.Kind, ref.Name, m)
+		if c, ok := contract.ReadyCondition(obj); ok && c.Status != string(metav1.ConditionTrue) && c.Reason != "" {
+			reason, message = c.Reason, fmt.Sprintf("%s %s: %s", ref.Kind, ref.Name, c.Message)
 		}
 		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, reason, message)
 		return reconcile.Result{}, nil // its watch wakes us
 	}
-	providerID, _, _ := unstructured.NestedString(obj.Object, "spec", "providerID")
+	providerID := contract.String(obj, "spec", "providerID")
 	if providerID == "" {
-		return reconcile.Result{}, c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, &contractProblem{ReasonContractViolation,
-			fmt.Sprintf("%s %s reports provisioned but has no spec.providerID", ref.Kind, ref.Name)})
+		return reconcile.Result{}, c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, &contract.Problem{Reason: contract.ReasonContractViolation,
+			Message: fmt.Sprintf("%s %s reports provisioned but has no spec.providerID", ref.Kind, ref.Name)})
 	}
 	if err := c.record(ctx, s, obj, providerID); err != nil {
 		return reconcile.Result{}, err
 	}
 	reason, message := ReasonProvisioned, fmt.Sprintf("%s %s is provisioned", ref.Kind, ref.Name)
-	if status, r, m, ok := readyCondition(obj); ok && r != "" {
+	if c, ok := contract.ReadyCondition(obj); ok && c.Reason != "" {
 		// Mirrored, but provisioned stays provisioned: the contract says a
 		// provider's Ready may later say more about its operational state.
-		reason, message = r, fmt.Sprintf("%s %s: Ready=%s %s", ref.Kind, ref.Name, status, m)
+		reason, message = c.Reason, fmt.Sprintf("%s %s: Ready=%s %s", ref.Kind, ref.Name, c.Status, c.Message)
 	}
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, reason, message)
 	return reconcile.Result{}, nil
@@ -70,10 +71,10 @@ func (c *contractInfra) record(ctx context.Context, s *scope, obj *unstructured.
 		m.Spec.ProviderID = providerID
 		s.event(corev1.EventTypeNormal, "Provisioned", "infrastructure provisioned: "+providerID)
 	default:
-		return c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, &contractProblem{ReasonContractViolation,
-			fmt.Sprintf("%s %s changed its providerID from %s to %s", obj.GetKind(), obj.GetName(), m.Spec.ProviderID, providerID)})
+		return c.r.contractError(s, v1alpha1.InfrastructureReadyCondition, &contract.Problem{Reason: contract.ReasonContractViolation,
+			Message: fmt.Sprintf("%s %s changed its providerID from %s to %s", obj.GetKind(), obj.GetName(), m.Spec.ProviderID, providerID)})
 	}
-	if fd, _, _ := unstructured.NestedString(obj.Object, "spec", "failureDomain"); fd != "" && m.Spec.FailureDomain == "" {
+	if fd := contract.String(obj, "spec", "failureDomain"); fd != "" && m.Spec.FailureDomain == "" {
 		m.Spec.FailureDomain = fd // the deprecated reverse direction of seed 004
 	}
 	if err := s.patchObject(ctx); err != nil {
@@ -117,8 +118,8 @@ func (r *Reconciler) deleteExternal(ctx context.Context, s *scope, ref *v1alpha1
 	if ref == nil {
 		return true, reconcile.Result{}, nil
 	}
-	gvk, err := r.contractGVK(ctx, ref)
-	var problem *contractProblem
+	gvk, err := contract.GVK(ctx, r.Client, ref)
+	var problem *contract.Problem
 	if errors.As(err, &problem) {
 		return true, reconcile.Result{}, nil
 	}
@@ -147,14 +148,14 @@ func (r *Reconciler) deleteExternal(ctx context.Context, s *scope, ref *v1alpha1
 	return false, reconcile.Result{RequeueAfter: r.Config.LongBackoffBase}, nil
 }
 
-// contractError turns a contractProblem into a False condition of condType
+// contractError turns a contract.Problem into a False condition of condType
 // and an Event (returning nil: the watches and the creation timeout take
 // it from there); other errors are returned to be retried.
 func (r *Reconciler) contractError(s *scope, condType string, err error) error {
-	var problem *contractProblem
+	var problem *contract.Problem
 	if !errors.As(err, &problem) {
 		return err
 	}
-	r.missing(s, condType, problem.reason, problem.message)
+	r.missing(s, condType, problem.Reason, problem.Message)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
 // Condition reasons set by the machine controller.
@@ -38,8 +39,8 @@ const (
 var pendingReasons = map[string]bool{
 	ReasonClassNotFound: true, ReasonDriverNotRegistered: true,
 	ReasonSecretNotFound: true, ReasonBootstrapDataMissing: true,
-	ReasonKindUnknown: true, ReasonContractMissing: true, ReasonObjectNotFound: true,
-	ReasonForbidden: true, ReasonOwnedElsewhere: true,
+	contract.ReasonKindUnknown: true, contract.ReasonContractMissing: true, contract.ReasonObjectNotFound: true,
+	contract.ReasonForbidden: true, contract.ReasonOwnedElsewhere: true,
 }
 
 // computePhase summarises a Machine's fields and conditions as a phase. It

@@ -44,10 +44,11 @@ package machine
 //
 // Contract providers' objects (InfraMachines, bootstrap configs) are read
 // and watched through the cache, patched (the Machine becomes their
-// controller owner) and deleted with the Machine. Millwright's own provider
-// groups are listed here; another provider grants the same verbs on its
-// group to the manager's ServiceAccount (seed 004 "API group").
-// +kubebuilder:rbac:groups=infrastructure.millwright.dev;bootstrap.millwright.dev,resources=*,verbs=get;list;watch;patch;delete
+// controller owner) and deleted with the Machine. Millwright's own
+// providers are listed here; another provider ships a ClusterRole granting
+// the same verbs on its kinds, bound to the manager's ServiceAccount
+// (seed 004 "API group").
+// +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachines,verbs=get;list;watch;patch;delete
 //
 // Provider CRDs are read (metadata only, cached) for their contract label.
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

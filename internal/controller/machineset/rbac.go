@@ -18,3 +18,10 @@ package machineset
 //
 // Events on MachineSets (events.k8s.io/v1: created, then patched as a series).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Provider templates are read and cloned into per-Machine objects, which
+// are deleted again when their Machine cannot be created; the provider
+// CRDs are read (metadata) for their contract label.
+// +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachinetemplates,verbs=get
+// +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachines,verbs=create;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

@@ -64,11 +64,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	var res reconcile.Result
+	var scaleErr error // returned after the status says what failed
 	if r.expectations.satisfied(s.key, s.owned) {
-		res, err = r.scale(ctx, s)
-		if err != nil {
-			return res, err
-		}
+		res, scaleErr = r.scale(ctx, s)
 	} else {
 		// Wait for the cache to show our last creates and deletes; their
 		// watch events wake us up, the requeue covers a lost one.
@@ -81,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Status().Patch(ctx, s.ms, client.MergeFrom(s.original)); err != nil {
 		return res, client.IgnoreNotFound(err)
 	}
-	return requeue.Soonest(res, statusRes), nil
+	return requeue.Soonest(res, statusRes), scaleErr
 }
 
 // scope is one reconcile of one MachineSet.
@@ -181,9 +179,16 @@ func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error 
 		size := min(batch, n)
 		for range size {
 			m := newMachine(s.ms)
+			clones, err := r.cloneTemplates(ctx, s.ms, m)
+			if err != nil {
+				s.replicaFailure = "cloning the templates of Machine " + m.Name + " failed: " + err.Error()
+				r.event(s.ms, corev1.EventTypeWarning, "CloneFailed", s.replicaFailure)
+				return err
+			}
 			r.expectations.expectCreate(s.key, m.Name)
 			if err := r.Client.Create(ctx, m); err != nil {
 				r.expectations.forget(s.key, m.Name)
+				r.deleteClones(ctx, m.Namespace, clones)
 				s.replicaFailure = "creating a Machine failed: " + err.Error()
 				r.event(s.ms, corev1.EventTypeWarning, "CreateFailed", s.replicaFailure)
 				if apierrors.IsAlreadyExists(err) {
