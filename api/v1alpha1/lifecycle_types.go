@@ -55,6 +55,13 @@ type DrainStatus struct {
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 
+	// LastRefusedTime is when an eviction was last refused. The next round
+	// waits the retry interval after it, however soon the Machine is
+	// looked at again, so the rounds before pods are deleted take their
+	// time and a budget has the chance to free up.
+	// +optional
+	LastRefusedTime *metav1.Time `json:"lastRefusedTime,omitempty"`
+
 	// VolumeWait is the pod with persistent volumes evicted last; the drain
 	// waits for its volumes to detach before evicting the next such pod.
 	// +optional

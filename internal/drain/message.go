@@ -3,6 +3,7 @@ package drain
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -25,6 +26,9 @@ type report struct {
 	still []string
 	// gaveUp says which volume wait timed out this Step.
 	gaveUp string
+	// nextRound, when set, is how long the Step waits before the next
+	// eviction round (a budget refused the last one).
+	nextRound time.Duration
 }
 
 // failure records a failed task's error, keeping the first.
@@ -51,6 +55,10 @@ func (r *report) render(res Result, status *v1alpha1.DrainStatus, opts Options, 
 	}
 	if len(r.blocked) > 0 {
 		add("%d blocked by PodDisruptionBudget (attempt %d/%d: %s)", len(r.blocked), status.Attempts, opts.MaxEvictRetries, names(r.blocked))
+	}
+	if r.nextRound > 0 {
+		add("eviction refused by a PodDisruptionBudget (attempt %d/%d); next round in %s",
+			status.Attempts, opts.MaxEvictRetries, r.nextRound.Round(time.Second))
 	}
 	if res.Failed > 0 {
 		add("%d failed (%s)", res.Failed, r.firstErr)

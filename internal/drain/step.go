@@ -186,6 +186,15 @@ func gracefulStep(ctx context.Context, c client.Client, status *v1alpha1.DrainSt
 		}
 	}
 
+	if wait := nextRoundIn(status, now, opts.RetryInterval); wait > 0 && res.Remaining > 0 {
+		// Too soon after a refusal: no round, so that a Step called early
+		// (the Machine woken by its own status write) spends no retry.
+		r.nextRound = wait
+		res.finish(status, opts)
+		res.RequeueAfter = wait
+		res.Message = r.render(res, status, opts, p)
+		return res, nil
+	}
 	round := status.Attempts + 1
 	deleteIfRefused := outOfRetries(round, opts.MaxEvictRetries)
 	var tasks []task
@@ -223,11 +232,21 @@ func gracefulStep(ctx context.Context, c client.Client, status *v1alpha1.DrainSt
 	}
 	if refused {
 		status.Attempts = round
+		status.LastRefusedTime = &metav1.Time{Time: now}
 	}
 	r.terminating += res.Evicted + res.Deleted
 	res.finish(status, opts)
 	res.Message = r.render(res, status, opts, p)
 	return res, nil
+}
+
+// nextRoundIn is how long until the next eviction round may run: the
+// retry interval after the last refusal; 0 when it may run now.
+func nextRoundIn(status *v1alpha1.DrainStatus, now time.Time, interval time.Duration) time.Duration {
+	if status.LastRefusedTime == nil {
+		return 0
+	}
+	return max(0, status.LastRefusedTime.Add(interval).Sub(now))
 }
 
 // outOfRetries reports whether a pod whose eviction is refused in round

@@ -161,15 +161,20 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 	}
 	groupKey := m.Namespace + "/" + fmt.Sprint(group)
 	inFlight := map[string]bool{}
+	exists := map[string]bool{}
 	for _, other := range machines.Items {
+		exists[other.Name] = true
 		if other.Name != m.Name && other.Status.FailureReason != "" {
 			inFlight[other.Name] = true
 		}
 	}
 	pending := r.ledger.forGroup(groupKey)
 	for name, at := range pending {
-		if inFlight[name] || time.Since(at) > ledgerTTL {
-			delete(pending, name) // the cache shows it now, or its write was lost
+		// Forgotten once the cache shows the decision, or the Machine is
+		// gone altogether (replaced faster than the next check), or its
+		// write was lost.
+		if inFlight[name] || !exists[name] || time.Since(at) > ledgerTTL {
+			delete(pending, name)
 			continue
 		}
 		if name != m.Name {

@@ -228,3 +228,29 @@ func TestMeltdownProtectionReplacesOneMachineAtATime(t *testing.T) {
 	}
 	h.ExpectEvent("ReplacementDeferred", "m-0", "m-1", "m-2", "m-3", "m-4")
 }
+
+// A replaced Machine that is gone before the next check of its group no
+// longer counts against the limit: the next one fails on time, not after
+// the ledger's expiry.
+func TestMeltdownForgetsMachinesGoneFast(t *testing.T) {
+	h := newHarness(t, func(c *machine.Config) { c.MaxConcurrentReplacements = 1 })
+	h.Class("small", simSpec)
+	for _, name := range []string{"a", "b"} {
+		h.Machine(name, "small", func(m *v1alpha1.Machine) {
+			m.Labels = map[string]string{v1alpha1.MachineSetNameLabel: "pool"}
+			m.Spec.Lifecycle.HealthTimeout = &metav1.Duration{Duration: 2 * time.Second}
+		})
+		h.WaitPhase(name, v1alpha1.PhaseRunning, 30*time.Second)
+	}
+	if _, err := h.Sim.Cloud().SetNodeReady(h.Get("a").Status.NodeRef.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitPhase("a", v1alpha1.PhaseFailed, 15*time.Second)
+	h.DeleteMachine("a")
+	h.WaitGone("a")
+
+	if _, err := h.Sim.Cloud().SetNodeReady(h.Get("b").Status.NodeRef.Name, false); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitPhase("b", v1alpha1.PhaseFailed, 15*time.Second)
+}

@@ -3,6 +3,7 @@ package integration
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -27,7 +28,7 @@ func TestDrainBudgetBlocksUntilMaxEvictRetriesThenDeletes(t *testing.T) {
 	newPDB(t, ns, guarded, 2, 2) // both must stay available: no eviction allowed
 
 	status := &v1alpha1.DrainStatus{}
-	opts := drain.Options{NodeName: node.Name, MaxEvictRetries: 2}
+	opts := drain.Options{NodeName: node.Name, MaxEvictRetries: 2, Now: everyRetryInterval()}
 	for round := int32(1); round <= 2; round++ {
 		res := step(t, status, opts)
 		if res.Blocked != 2 || res.Deleted != 0 || res.Done {
@@ -58,6 +59,44 @@ func TestDrainBudgetBlocksUntilMaxEvictRetriesThenDeletes(t *testing.T) {
 	mustBeGone(t, db0, db1, free)
 }
 
+// A Step called again right after a refused round, as happens when the
+// Machine's own status write wakes it, makes no round: the retries are
+// spent at the retry interval, not as fast as the controller is woken.
+func TestDrainRoundsArePaced(t *testing.T) {
+	ns := newNamespace(t)
+	node := newNode(t, true)
+	guarded := map[string]string{"app": "db"}
+	db0 := newPod(t, ns, node.Name, "db-0", withLabels(guarded))
+	waitRunning(t, db0)
+	newPDB(t, ns, guarded, 1, 1) // no eviction allowed
+
+	status := &v1alpha1.DrainStatus{}
+	opts := drain.Options{NodeName: node.Name, MaxEvictRetries: 1}
+	if res := step(t, status, opts); res.Blocked != 1 || status.Attempts != 1 {
+		t.Fatalf("first round: %+v, attempts %d; want the pod blocked once", res, status.Attempts)
+	}
+	for i := range 5 {
+		res := step(t, status, opts)
+		if status.Attempts != 1 || res.Blocked+res.Deleted+res.Evicted != 0 || res.Done {
+			t.Fatalf("early call %d: %+v, attempts %d; want no round", i, res, status.Attempts)
+		}
+		if res.RequeueAfter <= 0 || res.RequeueAfter > drain.DefaultRetryInterval || !strings.Contains(res.Message, "next round in") {
+			t.Fatalf("early call %d: requeue %s, message %q; want the rest of the retry interval", i, res.RequeueAfter, res.Message)
+		}
+	}
+	mustExistUntouched(t, db0)
+}
+
+// everyRetryInterval is a clock that moves one retry interval each time it
+// is read: every Step runs as if the controller had waited its RequeueAfter.
+func everyRetryInterval() func() time.Time {
+	now := time.Now()
+	return func() time.Time {
+		now = now.Add(drain.DefaultRetryInterval)
+		return now
+	}
+}
+
 // A budget that allows one disruption lets exactly one of two parallel
 // evictions through; when the budget is relaxed before the retries run out
 // the other pod is evicted, not deleted.
@@ -71,7 +110,7 @@ func TestDrainBudgetAllowsOneThenFreesUp(t *testing.T) {
 	pdb := newPDB(t, ns, guarded, 1, 2) // one of two may go
 
 	status := &v1alpha1.DrainStatus{}
-	opts := drain.Options{NodeName: node.Name, MaxEvictRetries: 5}
+	opts := drain.Options{NodeName: node.Name, MaxEvictRetries: 5, Now: everyRetryInterval()}
 	res := step(t, status, opts)
 	if res.Evicted != 1 || res.Blocked != 1 || status.Attempts != 1 {
 		t.Fatalf("first round: %+v, attempts %d; want one pod evicted and one blocked", res, status.Attempts)
