@@ -6,6 +6,8 @@ import (
 	"maps"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,16 +44,11 @@ func CloneFromTemplate(ctx context.Context, c client.Client, o Clone) (*v1alpha1
 		return nil, &Problem{ReasonContractViolation,
 			fmt.Sprintf("%s is not a template kind: a MachineSet's template references *%s objects", o.Template.Kind, TemplateSuffix)}
 	}
-	gvk, err := GVK(ctx, c, o.Template)
+	tmpl, err := getTemplate(ctx, c, o.Namespace, o.Template)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &unstructured.Unstructured{}
-	tmpl.SetGroupVersionKind(gvk)
-	key := types.NamespacedName{Namespace: o.Namespace, Name: o.Template.Name}
-	if err := c.Get(ctx, key, tmpl); err != nil {
-		return nil, Classify(err, gvk, key)
-	}
+	gvk := tmpl.GroupVersionKind()
 	spec, _, _ := unstructured.NestedMap(tmpl.Object, "spec", "template", "spec")
 	labels, _, _ := unstructured.NestedStringMap(tmpl.Object, "spec", "template", "metadata", "labels")
 	annotations, _, _ := unstructured.NestedStringMap(tmpl.Object, "spec", "template", "metadata", "annotations")
@@ -95,4 +92,43 @@ func Delete(ctx context.Context, c client.Client, namespace string, ref *v1alpha
 	obj.SetNamespace(namespace)
 	obj.SetName(ref.Name)
 	return client.IgnoreNotFound(c.Delete(ctx, obj))
+}
+
+// TemplateCapacity returns what a node made from the provider template ref
+// points at will have, from the template's status.capacity (resource name
+// to quantity), for the scale-from-zero annotations; nil when the template
+// reports none.
+func TemplateCapacity(ctx context.Context, c client.Client, namespace string, ref *v1alpha1.ContractReference) (*v1alpha1.NodeTemplate, error) {
+	tmpl, err := getTemplate(ctx, c, namespace, ref)
+	if err != nil {
+		return nil, err
+	}
+	raw, _, _ := unstructured.NestedStringMap(tmpl.Object, "status", "capacity")
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	capacity := corev1.ResourceList{}
+	for name, q := range raw {
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return nil, &Problem{ReasonContractViolation, fmt.Sprintf("%s %s: status.capacity[%s] %q is not a quantity", ref.Kind, ref.Name, name, q)}
+		}
+		capacity[corev1.ResourceName(name)] = v
+	}
+	return &v1alpha1.NodeTemplate{Capacity: capacity}, nil
+}
+
+// getTemplate reads the provider template ref points at.
+func getTemplate(ctx context.Context, c client.Client, namespace string, ref *v1alpha1.ContractReference) (*unstructured.Unstructured, error) {
+	gvk, err := GVK(ctx, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(gvk)
+	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
+	if err := c.Get(ctx, key, tmpl); err != nil {
+		return nil, Classify(err, gvk, key)
+	}
+	return tmpl, nil
 }

@@ -2,6 +2,7 @@ package machinedeployment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
 // syncAutoscaler checks the cluster-autoscaler's size annotations and
@@ -50,9 +52,20 @@ func orZero(v string) string {
 
 // capacityFor is the scale-from-zero annotations of a group made from
 // template. ok is false when they are not this controller's to manage: the
-// template names no MachineClass (an infrastructureRef), the class does not
-// exist, or it has no nodeTemplate — then a person may set them by hand.
+// class does not exist or has no nodeTemplate, the provider template
+// reports no status.capacity — then a person may set them by hand.
 func (r *Reconciler) capacityFor(ctx context.Context, s *scope, t *v1alpha1.MachineTemplateSpec) (map[string]string, bool, error) {
+	if ref := t.Spec.InfrastructureRef; ref != nil {
+		nt, err := contract.TemplateCapacity(ctx, r.Client, s.md.Namespace, ref)
+		if nt == nil || err != nil {
+			var problem *contract.Problem
+			if errors.As(err, &problem) {
+				err = nil // the template's own status and the Machines' conditions say what is wrong
+			}
+			return nil, false, err
+		}
+		return capacityAnnotations(nt, &t.Spec.NodeTemplate), true, nil
+	}
 	if t.Spec.Class == nil {
 		return nil, false, nil
 	}

@@ -23,3 +23,8 @@ package machinedeployment
 //
 // Events on MachineDeployments (events.k8s.io/v1: created, then patched as a series).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// A provider template's status.capacity feeds the scale-from-zero
+// annotations; the provider CRD's contract label says which version to read.
+// +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachinetemplates,verbs=get
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

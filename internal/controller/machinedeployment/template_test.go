@@ -189,3 +189,27 @@ func TestHashCollision(t *testing.T) {
 		t.Errorf("new set %s (%s): want another name than %s", ms.Name, ms.Spec.Template.Spec.Class.Name, taken.Name)
 	}
 }
+
+// A deployment of contract-provider Machines takes its scale-from-zero
+// annotations from the provider template's status.capacity.
+func TestAutoscalerAnnotationsFromProviderTemplate(t *testing.T) {
+	h := newHarness(t)
+	controllertest.RegisterProviderKind(t, "CapMachineTemplate", "v1alpha1")
+	tmpl := controllertest.ProviderObject("CapMachineTemplate", h.NS, "big")
+	h.Create(tmpl)
+	patch := client.MergeFrom(tmpl.DeepCopy())
+	tmpl.Object["status"] = map[string]any{"capacity": map[string]any{"cpu": "16", "memory": "64Gi"}}
+	if err := controllertest.Env.Client.Status().Patch(ctx, tmpl, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.deployment("web", 0, "", func(md *v1alpha1.MachineDeployment) {
+		md.Spec.Template.Spec.Class = nil
+		md.Spec.Template.Spec.InfrastructureRef = &v1alpha1.ContractReference{
+			APIGroup: controllertest.ProviderGroup, Kind: "CapMachineTemplate", Name: "big"}
+		md.Spec.Template.Spec.Bootstrap.DataSecretName = ptr.To("boot")
+	})
+	h.Eventually(20*time.Second, "capacity annotations from the template", func() (bool, error) {
+		a := h.md("web").Annotations
+		return a[v1alpha1.AutoscalerCapacityCPU] == "16" && a[v1alpha1.AutoscalerCapacityMemory] == "64Gi", nil
+	})
+}
