@@ -150,7 +150,7 @@ func (o *observer) waitFleet(ctx context.Context, what string, want int, class s
 		return total == want && running == want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%s: not done within %s (%s): %w", what, timeout, last, err)
+		return fmt.Errorf("not done within %s (%s): %w", timeout, last, err)
 	}
 	return nil
 }
