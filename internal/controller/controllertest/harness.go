@@ -87,6 +87,7 @@ func TestConfig() machine.Config {
 	cfg.LongBackoffCap = 5 * time.Second
 	cfg.DriverCallTimeout = 10 * time.Second
 	cfg.HealthResync = 5 * time.Second
+	cfg.EvictionRetryInterval = time.Second
 	return cfg
 }
 

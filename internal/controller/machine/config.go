@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/drain"
 )
 
 // Config holds the manager-wide lifecycle defaults (the manager's flags).
@@ -29,6 +30,10 @@ type Config struct {
 	LongBackoffBase, LongBackoffCap time.Duration
 	// DriverCallTimeout bounds one driver call.
 	DriverCallTimeout time.Duration
+	// EvictionRetryInterval is the time between two eviction rounds a
+	// disruption budget refused: MaxEvictRetries rounds take
+	// MaxEvictRetries × this before pods are deleted.
+	EvictionRetryInterval time.Duration
 	// VolumeDetachTimeout bounds the wait for an evicted pod's volumes to detach.
 	VolumeDetachTimeout time.Duration
 	// UnreachableForceDrainAfter forces the drain of a Node that has not been Ready this long.
@@ -51,6 +56,7 @@ func DefaultConfig() Config {
 		LongBackoffBase:            1 * time.Minute,
 		LongBackoffCap:             30 * time.Minute,
 		DriverCallTimeout:          5 * time.Minute,
+		EvictionRetryInterval:      drain.DefaultRetryInterval,
 		VolumeDetachTimeout:        2 * time.Minute,
 		UnreachableForceDrainAfter: 5 * time.Minute,
 		HealthResync:               10 * time.Minute,

@@ -247,9 +247,12 @@ func readyNode(h *controllertest.Harness, name, providerID string) *corev1.Node 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	h.Create(node)
 	h.T.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), node) })
+	// A patch, not an update: the machine controller may already be
+	// syncing the Node's labels.
+	patch := client.MergeFrom(node.DeepCopy())
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := controllertest.Env.Client.Status().Update(context.Background(), node); err != nil {
+	if err := controllertest.Env.Client.Status().Patch(context.Background(), node, patch); err != nil {
 		h.T.Fatal(err)
 	}
 	return node

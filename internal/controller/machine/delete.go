@@ -135,6 +135,7 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		Force:               d.ForceReason != "",
 		MaxEvictRetries:     s.life.maxEvictRetries,
 		VolumeDetachTimeout: r.Config.VolumeDetachTimeout,
+		RetryInterval:       r.Config.EvictionRetryInterval,
 		VolumeIDs:           volumeIDs,
 		Now:                 func() time.Time { return s.now },
 	})

@@ -147,18 +147,20 @@ func (s *scope) event(eventType, reason, message string) {
 	}
 }
 
-// recordPhaseChange emits an Event and a log line when the phase changed.
+// recordPhaseChange logs a phase change, and emits a Warning Event when
+// the Machine went wrong (Failed, Unknown, CrashLoopBackOff). The good
+// transitions already have their Event, from the operation that made them
+// (CreateSucceeded, HealthCheckSucceeded, ...): a second one per phase
+// would double the Machine's writes to the API server for nothing.
 func (s *scope) recordPhaseChange() {
 	from, to := s.original.Status.Phase, s.machine.Status.Phase
 	if from == to {
 		return
 	}
 	s.log.Info("phase changed", "from", from, "to", to)
-	eventType := corev1.EventTypeNormal
 	if to == v1alpha1.PhaseFailed || to == v1alpha1.PhaseUnknown || to == v1alpha1.PhaseCrashLoopBackOff {
-		eventType = corev1.EventTypeWarning
+		s.event(corev1.EventTypeWarning, "Phase"+string(to), "machine phase changed from "+phaseName(from)+" to "+string(to))
 	}
-	s.event(eventType, "Phase"+string(to), "machine phase changed from "+phaseName(from)+" to "+string(to))
 	observePhaseChange(s.machine, from, to, s.now)
 }
 

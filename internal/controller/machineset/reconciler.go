@@ -8,6 +8,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -173,34 +176,82 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 }
 
 // createMachines creates n Machines in slow-start batches of 1, 2, 4, …,
-// stopping at the first failure, so a call that fails does not fail n times.
+// stopping after the first batch with a failure, so a call that fails does
+// not fail n times. The creates of one batch run in parallel, as in the
+// Kubernetes ReplicaSet controller: one at a time, a large set would grow
+// only as fast as one request's round trip allows.
 func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error {
 	for batch := 1; n > 0; batch *= 2 {
 		size := min(batch, n)
-		for range size {
-			m := newMachine(s.ms)
-			clones, err := r.cloneTemplates(ctx, s.ms, m)
-			if err != nil {
-				s.replicaFailure = "cloning the templates of Machine " + m.Name + " failed: " + err.Error()
-				r.event(s.ms, corev1.EventTypeWarning, "CloneFailed", s.replicaFailure)
-				return err
+		created, err := r.createBatch(ctx, s, size)
+		if len(created) > 0 {
+			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(created), nameList(created)))
+		}
+		if err != nil {
+			s.replicaFailure = err.Error()
+			r.event(s.ms, corev1.EventTypeWarning, "CreateFailed", s.replicaFailure)
+			if apierrors.IsAlreadyExists(err) {
+				return nil // a name clash; the next reconcile picks another name
 			}
-			r.expectations.expectCreate(s.key, m.Name)
-			if err := r.Client.Create(ctx, m); err != nil {
-				r.expectations.forget(s.key, m.Name)
-				r.deleteClones(ctx, m.Namespace, clones)
-				s.replicaFailure = "creating a Machine failed: " + err.Error()
-				r.event(s.ms, corev1.EventTypeWarning, "CreateFailed", s.replicaFailure)
-				if apierrors.IsAlreadyExists(err) {
-					return nil // a name clash; the next reconcile picks another name
-				}
-				return err
-			}
-			r.event(s.ms, corev1.EventTypeNormal, "MachineCreated", "created Machine "+m.Name)
+			return err
 		}
 		n -= size
 	}
 	return nil
+}
+
+// createBatch creates size Machines at once, each with its clones of the
+// provider templates, and returns the names created and the first error.
+func (r *Reconciler) createBatch(ctx context.Context, s *scope, size int) ([]string, error) {
+	var (
+		mu      sync.Mutex
+		created []string
+		first   error
+		wg      sync.WaitGroup
+	)
+	for range size {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name, err := r.createOne(ctx, s)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if err == nil {
+				created = append(created, name)
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Strings(created)
+	return created, first
+}
+
+// createOne creates one Machine from the template, with its clones.
+func (r *Reconciler) createOne(ctx context.Context, s *scope) (string, error) {
+	m := newMachine(s.ms)
+	clones, err := r.cloneTemplates(ctx, s.ms, m)
+	if err != nil {
+		return "", fmt.Errorf("cloning the templates of Machine %s failed: %w", m.Name, err)
+	}
+	r.expectations.expectCreate(s.key, m.Name)
+	if err := r.Client.Create(ctx, m); err != nil {
+		r.expectations.forget(s.key, m.Name)
+		r.deleteClones(ctx, m.Namespace, clones)
+		return "", fmt.Errorf("creating a Machine failed: %w", err)
+	}
+	return m.Name, nil
+}
+
+// nameList names up to a few Machines, then counts the rest: an Event is one line.
+func nameList(names []string) string {
+	const shown = 5
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Machine, why string) error {
