@@ -27,6 +27,7 @@ fi
 # zz_generated.deepcopy.go needs a directory of its own.
 "$gen" object paths=./api/v1alpha1/... $object_out
 "$gen" object paths=./api/infrastructure/... ${out:+output:object:dir=$out/object-infrastructure}
+"$gen" object paths=./api/bootstrap/... ${out:+output:object:dir=$out/object-bootstrap}
 "$gen" crd paths=./api/... $crd_out
 # The roles from the +kubebuilder:rbac markers of the controllers, the
 # manager and the sim, into config/rbac/role.yaml: the ClusterRole

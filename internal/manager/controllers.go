@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
+	"github.com/millwright-dev/millwright/internal/provider/tokenbootstrap"
 )
 
 // setupControllers registers the core controllers with mgr. Machines and
@@ -55,6 +58,44 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	}
 	if err := sc.SetupWithManager(ctx, mgr, target); err != nil {
 		return fmt.Errorf("safety controller: %w", err)
+	}
+	return setupTokenBootstrap(mgr, target, targetAPI, o)
+}
+
+// tokenBootstrapWorkers are the TokenBootstrapConfig controller's
+// concurrent reconciles: a few API calls each, and only at Machine
+// creation, join and deletion (and every half token TTL in between).
+const tokenBootstrapWorkers = 5
+
+// setupTokenBootstrap registers the token bootstrap provider's controller
+// (--token-bootstrap-provider), and its kinds with the manager's scheme
+// (nothing else in the manager reads them typed: the machine controller
+// reads provider objects unstructured). Its CRDs must be installed: a
+// missing kind would otherwise only show as a controller that never syncs.
+func setupTokenBootstrap(mgr ctrl.Manager, target cluster.Cluster, targetAPI client.Client, o *Options) error {
+	if !o.TokenBootstrap.Enabled {
+		return nil
+	}
+	if err := bootstrapv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return err
+	}
+	gk := schema.GroupKind{Group: bootstrapv1.GroupName, Kind: tokenbootstrap.Kind}
+	if _, err := mgr.GetRESTMapper().RESTMapping(gk); err != nil {
+		return fmt.Errorf("token bootstrap provider: kind %s: %w (install config/crd, or pass --token-bootstrap-provider=false)", gk, err)
+	}
+	defaults, err := tokenbootstrap.DefaultsFor(target.GetConfig(), o.TokenBootstrap.APIServer)
+	if err != nil {
+		return fmt.Errorf("token bootstrap provider: %w", err)
+	}
+	tb := &tokenbootstrap.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Target:    targetAPI,
+		Defaults:  defaults,
+		Recorder:  mgr.GetEventRecorder("tokenbootstrapconfig-controller"),
+	}
+	if err := tb.SetupWithManager(mgr, tokenBootstrapWorkers); err != nil {
+		return fmt.Errorf("tokenbootstrapconfig controller: %w", err)
 	}
 	return nil
 }

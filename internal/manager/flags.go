@@ -45,6 +45,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(&sf.SafetyDown, "safety-down", sf.SafetyDown, "a frozen MachineSet or MachineDeployment unfreezes when its Machines fall to replicas + maxSurge + --safety-up − this")
 	fs.DurationVar(&sf.OvershootingPeriod, "machine-safety-overshooting-period", sf.OvershootingPeriod, "how often each MachineSet and MachineDeployment is checked for too many Machines (each Machine creation checks too)")
 
+	fs.BoolVar(&o.TokenBootstrap.Enabled, "token-bootstrap-provider", o.TokenBootstrap.Enabled, "run the token bootstrap provider: TokenBootstrapConfigs become per-Machine bootstrap tokens in the target cluster and cloud-init user data (needs its CRDs installed)")
+	fs.StringVar(&o.TokenBootstrap.APIServer, "token-bootstrap-api-server", o.TokenBootstrap.APIServer, "https URL at which booting VMs reach the target cluster's API server, for TokenBootstrapConfigs without spec.apiServer (default: the target cluster's URL from the kubeconfig)")
+
 	fs.Var(&driverFlag{specs: &o.Drivers}, "driver", "a driver as NAME=ENDPOINT: NAME is the MachineClass spec.provider, ENDPOINT unix:///path.sock, tcp://host:port or "+InProcessSim+" (the simulated cloud in this process, builtin Nodes); repeatable")
 	fs.DurationVar(&o.DriverStartupTimeout, "driver-startup-timeout", o.DriverStartupTimeout, "at start-up, wait this long for every driver to answer GetPluginInfo")
 	fs.DurationVar(&o.DriverProbeTimeout, "driver-probe-timeout", o.DriverProbeTimeout, "bound of the GetPluginInfo call of each /readyz check")

@@ -42,6 +42,10 @@ type Options struct {
 	// --machine-safety-* and --safety-* flags).
 	Safety Safety
 
+	// TokenBootstrap configures the token bootstrap provider's controller
+	// (TokenBootstrapConfigs, internal/provider/tokenbootstrap).
+	TokenBootstrap TokenBootstrap
+
 	// Drivers are the --driver flags, in order.
 	Drivers []DriverSpec
 	// DriverStartupTimeout bounds the wait at start-up for every driver to
@@ -93,6 +97,17 @@ type Safety struct {
 	OvershootingPeriod time.Duration
 }
 
+// TokenBootstrap are the --token-bootstrap-* flags.
+type TokenBootstrap struct {
+	// Enabled runs the TokenBootstrapConfig controller in the manager.
+	Enabled bool
+	// APIServer is the https URL booting VMs reach the target cluster's
+	// API server at, for configs without spec.apiServer. Empty: the target
+	// cluster's URL from the manager's kubeconfig (not reachable from
+	// outside when the manager runs in a pod: set it there).
+	APIServer string
+}
+
 // LeaderElection configures the Lease that elects the active replica.
 type LeaderElection struct {
 	// Enabled turns leader election on.
@@ -137,6 +152,8 @@ func NewOptions() *Options {
 			SafetyDown:            1,
 			OvershootingPeriod:    time.Minute,
 		},
+
+		TokenBootstrap: TokenBootstrap{Enabled: true},
 
 		DriverStartupTimeout: 30 * time.Second,
 		DriverProbeTimeout:   2 * time.Second,

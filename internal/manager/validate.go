@@ -3,6 +3,7 @@ package manager
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -84,6 +85,10 @@ func (o *Options) Validate() error {
 		v.dnsLabel("namespace", o.Namespace)
 	}
 	o.validateDrivers(v)
+	if a := o.TokenBootstrap.APIServer; a != "" {
+		u, err := url.Parse(a)
+		v.check(err == nil && u.Scheme == "https" && u.Host != "", "token-bootstrap-api-server", "%q is not an https URL with a host", a)
+	}
 	o.validateLeaderElection(v)
 	v.address("metrics-bind-address", o.MetricsBindAddress, true)
 	v.address("health-probe-bind-address", o.HealthProbeBindAddress, true)

@@ -34,6 +34,7 @@ func TestFlagsMapOntoOptions(t *testing.T) {
 		"--driver", "sim=unix:///run/sim.sock", "--driver=aws=tcp://127.0.0.1:9000", "--driver=try=in-process:sim",
 		"--leader-elect", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
 		"--leader-elect-id=mw", "--pprof-bind-address=127.0.0.1:6060",
+		"--token-bootstrap-provider=false", "--token-bootstrap-api-server=https://api.example:6443",
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -64,6 +65,7 @@ func TestFlagsMapOntoOptions(t *testing.T) {
 		{"leader", o.LeaderElection, LeaderElection{Enabled: true, LeaseDuration: 4 * time.Second,
 			RenewDeadline: 3 * time.Second, RetryPeriod: time.Second, ID: "mw"}},
 		{"pprof", o.PprofBindAddress, "127.0.0.1:6060"},
+		{"token bootstrap", o.TokenBootstrap, TokenBootstrap{APIServer: "https://api.example:6443"}},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
@@ -88,6 +90,9 @@ func TestDefaultsAreValid(t *testing.T) {
 	}
 	if o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.PprofBindAddress != "" {
 		t.Errorf("addresses %q %q %q", o.MetricsBindAddress, o.HealthProbeBindAddress, o.PprofBindAddress)
+	}
+	if !o.TokenBootstrap.Enabled || o.TokenBootstrap.APIServer != "" {
+		t.Errorf("token bootstrap defaults %+v", o.TokenBootstrap)
 	}
 	if o.Machine.CreationTimeout != 20*time.Minute || o.Machine.DrainTimeout != 2*time.Hour || o.Machine.MaxEvictRetries != 10 {
 		t.Errorf("lifecycle defaults %+v", o.Machine)
@@ -136,6 +141,8 @@ func TestValidationErrors(t *testing.T) {
 		{"lease name", []string{"--leader-elect-id=Bad Name"}, []string{`--leader-elect-id: "Bad Name" is not a valid Lease name`}},
 		{"metrics address", []string{"--metrics-bind-address=8080"}, []string{`--metrics-bind-address: "8080" is not host:port`}},
 		{"pprof zero is not off", []string{"--pprof-bind-address=0"}, []string{`--pprof-bind-address: "0" is not host:port`}},
+		{"token bootstrap API server", []string{"--token-bootstrap-api-server=http://api.example"},
+			[]string{`--token-bootstrap-api-server: "http://api.example" is not an https URL with a host`}},
 		{"all at once", []string{"--machine-health-timeout=0", "--machine-drain-timeout=0"},
 			[]string{"--machine-health-timeout: must be", "--machine-drain-timeout: must be"}},
 	} {

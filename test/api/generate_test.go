@@ -40,6 +40,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	}
 	compare(filepath.Join(out, "object"), filepath.Join(env.Root, "api", "v1alpha1"))
 	compare(filepath.Join(out, "object-infrastructure"), filepath.Join(env.Root, "api", "infrastructure", "v1alpha1"))
+	compare(filepath.Join(out, "object-bootstrap"), filepath.Join(env.Root, "api", "bootstrap", "v1alpha1"))
 	compare(filepath.Join(out, "crd"), filepath.Join(env.Root, "config", "crd", "bases"))
 	compare(filepath.Join(out, "rbac"), filepath.Join(env.Root, "config", "rbac"))
 	compare(filepath.Join(out, "proto", "v1"), filepath.Join(env.Root, "api", "driver", "v1"))

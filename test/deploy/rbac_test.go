@@ -68,6 +68,9 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", mwGroup, "machines/status;machinesets/status;machinedeployments/status", "patch"),
 	grants("ClusterRole millwright-manager", mwGroup, "machinesets/finalizers;machinedeployments/finalizers", "update"),
 	grants("ClusterRole millwright-manager", "", "secrets;persistentvolumeclaims;persistentvolumes", "get"),
+	// User-data Secrets of TokenBootstrapConfigs, in the config's namespace
+	// (created once; the garbage collector deletes them with the config).
+	grants("ClusterRole millwright-manager", "", "secrets", "create"),
 	grants("ClusterRole millwright-manager", "", "nodes", "get;list;watch;patch;delete"),
 	grants("ClusterRole millwright-manager", "", "pods", "list;delete"),
 	grants("ClusterRole millwright-manager", "", "pods/eviction", "create"),
@@ -77,11 +80,18 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", "infrastructure.millwright.dev", "simmachines", "get;list;watch;create;patch;delete"),
 	grants("ClusterRole millwright-manager", "infrastructure.millwright.dev", "simmachinetemplates", "get"),
 	grants("ClusterRole millwright-manager", "apiextensions.k8s.io", "customresourcedefinitions", "get;list;watch"),
+	// The reference bootstrap provider: its configs (owned and deleted by
+	// the machine controller, cloned by the MachineSet controller,
+	// reconciled by the TokenBootstrapConfig controller) and its template.
+	grants("ClusterRole millwright-manager", "bootstrap.millwright.dev", "tokenbootstrapconfigs", "get;list;watch;create;patch;delete"),
+	grants("ClusterRole millwright-manager", "bootstrap.millwright.dev", "tokenbootstrapconfigs/status", "patch"),
+	grants("ClusterRole millwright-manager", "bootstrap.millwright.dev", "tokenbootstrapconfigtemplates", "get"),
 	// The safety controller's API-server probe (every authenticated user
 	// may read /readyz through system:public-info-viewer anyway).
 	[]grant{{role: "ClusterRole millwright-manager", url: "/readyz", verb: "get"}},
-	// Bootstrap tokens, only in kube-system.
-	grants("Role kube-system/millwright-manager-bootstrap-tokens", "", "secrets", "create;delete"),
+	// Bootstrap tokens, only in kube-system (patch: a TokenBootstrapConfig's
+	// token is extended while its Machine has not joined).
+	grants("Role kube-system/millwright-manager-bootstrap-tokens", "", "secrets", "create;patch;delete"),
 	// Leader election, only in millwright-system, only the manager's Lease.
 	grants("Role millwright-system/millwright-manager-leader-election", "coordination.k8s.io", "leases", "create"),
 	named(grants("Role millwright-system/millwright-manager-leader-election", "coordination.k8s.io", "leases", "get;update"),
@@ -213,8 +223,10 @@ var clusterScoped = []string{"nodes", "nodes/status", "persistentvolumes"}
 
 // config/rbac, applied for real, lets the ServiceAccount do every
 // wantGrants (so the bindings name the right roles and subject), and
-// refuses what it must not: reading all Secrets, writing Secrets outside
-// kube-system, other Leases, other namespaces' leader-election Events.
+// refuses what it must not: reading all Secrets, changing or deleting
+// Secrets outside kube-system (it may only create them there: the user
+// data of TokenBootstrapConfigs), other Leases, other namespaces'
+// leader-election Events.
 func TestServiceAccountIsAuthorized(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -233,7 +245,8 @@ func TestServiceAccountIsAuthorized(t *testing.T) {
 		{namespace: "", resource: "secrets", verb: "list"},
 		{namespace: "", resource: "secrets", verb: "watch"},
 		{namespace: "kube-system", resource: "secrets", verb: "list"},
-		{namespace: "tenant-a", resource: "secrets", verb: "create"},
+		{namespace: "tenant-a", resource: "secrets", verb: "update"},
+		{namespace: "tenant-a", resource: "secrets", verb: "patch"},
 		{namespace: "tenant-a", resource: "secrets", verb: "delete"},
 		{namespace: "kube-system", resource: "secrets", verb: "update"},
 		{namespace: "kube-system", group: "coordination.k8s.io", resource: "leases", verb: "get", name: "kube-controller-manager"},

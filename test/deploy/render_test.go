@@ -35,6 +35,8 @@ var defaultObjects = []string{
 	"customresourcedefinition.apiextensions.k8s.io/machinedeployments.machine.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/simmachines.infrastructure.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/simmachinetemplates.infrastructure.millwright.dev",
+	"customresourcedefinition.apiextensions.k8s.io/tokenbootstrapconfigs.bootstrap.millwright.dev",
+	"customresourcedefinition.apiextensions.k8s.io/tokenbootstrapconfigtemplates.bootstrap.millwright.dev",
 	"millwright-system serviceaccount/millwright-manager",
 	"clusterrole.rbac.authorization.k8s.io/millwright-manager",
 	"clusterrole.rbac.authorization.k8s.io/millwright-sim",

@@ -49,6 +49,7 @@ package machine
 // the same verbs on its kinds, bound to the manager's ServiceAccount
 // (seed 004 "API group").
 // +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachines,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=bootstrap.millwright.dev,resources=tokenbootstrapconfigs,verbs=get;list;watch;patch;delete
 //
 // Provider CRDs are read (metadata only, cached) for their contract label.
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

@@ -24,4 +24,6 @@ package machineset
 // CRDs are read (metadata) for their contract label.
 // +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachinetemplates,verbs=get
 // +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachines,verbs=create;delete
+// +kubebuilder:rbac:groups=bootstrap.millwright.dev,resources=tokenbootstrapconfigtemplates,verbs=get
+// +kubebuilder:rbac:groups=bootstrap.millwright.dev,resources=tokenbootstrapconfigs,verbs=create;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

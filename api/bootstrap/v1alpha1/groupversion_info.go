@@ -1,0 +1,30 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of the token bootstrap provider's kinds.
+const GroupName = "bootstrap.millwright.dev"
+
+var (
+	// GroupVersion is the API group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+	// SchemeBuilder registers this package's kinds with a runtime.Scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds this package's kinds to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&TokenBootstrapConfig{}, &TokenBootstrapConfigList{},
+		&TokenBootstrapConfigTemplate{}, &TokenBootstrapConfigTemplateList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

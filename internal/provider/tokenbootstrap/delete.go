@@ -1,0 +1,33 @@
+package tokenbootstrap
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
+)
+
+// reconcileDelete deletes the token from the target cluster, then removes
+// the finalizer. The token is a credential in another cluster, which no
+// garbage collector reaches: only the finalizer keeps it from being
+// forgotten. The user-data Secret goes with the config, its owner, through
+// the garbage collector.
+func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.cfg, bootstrapv1.TokenBootstrapConfigFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	s.setReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonDeleting, "deleting the bootstrap token")
+	if err := r.deleteToken(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The status first: once the finalizer is gone, so is the object.
+	if err := s.patchStatus(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, s.patchMeta(ctx, true, func(cfg *bootstrapv1.TokenBootstrapConfig) {
+		controllerutil.RemoveFinalizer(cfg, bootstrapv1.TokenBootstrapConfigFinalizer)
+	})
+}

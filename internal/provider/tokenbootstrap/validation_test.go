@@ -1,0 +1,72 @@
+package tokenbootstrap
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
+)
+
+// The CRD refuses what can never work, with a message naming the field.
+func TestSpecValidation(t *testing.T) {
+	o := newConfig(t, nil)
+	for _, tc := range []struct {
+		name string
+		spec bootstrapv1.TokenBootstrapConfigSpec
+		want string
+	}{
+		{"http", bootstrapv1.TokenBootstrapConfigSpec{APIServer: "http://api.example:6443"}, "apiServer must be an https URL"},
+		{"no URL", bootstrapv1.TokenBootstrapConfigSpec{APIServer: "api.example"}, "apiServer must be an https URL"},
+		{"short TTL", bootstrapv1.TokenBootstrapConfigSpec{TokenTTL: &metav1.Duration{Duration: time.Second}}, "tokenTTL must be between"},
+		{"long TTL", bootstrapv1.TokenBootstrapConfigSpec{TokenTTL: &metav1.Duration{Duration: 48 * time.Hour}}, "tokenTTL must be between"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &bootstrapv1.TokenBootstrapConfig{
+				ObjectMeta: metav1.ObjectMeta{Namespace: o.cfg.Namespace, GenerateName: "bad-"},
+				Spec:       tc.spec,
+			}
+			err := testClient.Create(t.Context(), cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("create: %v; want %q", err, tc.want)
+			}
+		})
+	}
+	// Valid values pass, and the spec is immutable afterwards.
+	ok := &bootstrapv1.TokenBootstrapConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.cfg.Namespace, Name: "ok"},
+		Spec: bootstrapv1.TokenBootstrapConfigSpec{
+			APIServer: "https://api.example:6443", TokenTTL: &metav1.Duration{Duration: time.Hour},
+		},
+	}
+	if err := testClient.Create(t.Context(), ok); err != nil {
+		t.Fatal(err)
+	}
+	ok.Spec.TokenTTL = &metav1.Duration{Duration: 2 * time.Hour}
+	if err := testClient.Update(t.Context(), ok); err == nil || !strings.Contains(err.Error(), "spec is immutable") {
+		t.Fatalf("spec update: %v", err)
+	}
+}
+
+// The user data renders without a CA (the VM's system roots) and then
+// passes no --client-ca-file; the PEM check refuses anything but
+// certificates.
+func TestUserDataWithoutCA(t *testing.T) {
+	ud, err := userData(joinData{Server: "https://api.example:6443", Token: "abcdef.0123456789abcdef", NodeName: "m-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkUserData(t, ud, Defaults{APIServer: "https://api.example:6443"}, "abcdef.0123456789abcdef", "m-1")
+	if strings.Contains(string(ud), "--client-ca-file") {
+		t.Errorf("user data without a CA refers to one:\n%s", ud)
+	}
+	d := testDefaults(t)
+	if !validPEM(d.CABundle) || validPEM([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")) || validPEM(append(d.CABundle, "junk"...)) {
+		t.Error("validPEM is wrong")
+	}
+	if _, _, problem := joinSettings(&bootstrapv1.TokenBootstrapConfigSpec{}, Defaults{}); problem == "" {
+		t.Error("no API server at all was accepted")
+	}
+}
