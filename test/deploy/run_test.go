@@ -98,6 +98,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "millwright-manager.machine.millwright.dev"}, lease)
 		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", err
 	})
+	checkTokenBootstrap(ctx, t)
 
 	// A fleet of one, whose user data asks for a bootstrap token.
 	ns := "fleet"
