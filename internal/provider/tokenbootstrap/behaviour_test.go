@@ -194,7 +194,7 @@ func TestRetriesMakeOneToken(t *testing.T) {
 func TestTokenIsExtendedUntilTheNodeJoins(t *testing.T) {
 	startController(t)
 	o := newOwned(t, func(cfg *bootstrapv1.TokenBootstrapConfig, _ *v1alpha1.Machine) {
-		cfg.Spec.TokenTTL = &metav1.Duration{Duration: 4 * time.Second}
+		cfg.Spec.TokenTTL = &metav1.Duration{Duration: 6 * time.Second}
 	})
 	o.eventually("to be ready", ready)
 	first := o.token()
