@@ -8,6 +8,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -52,7 +53,10 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	var target cluster.Cluster = mgr
 	if o.TargetKubeconfig != "" {
-		if target, err = cluster.New(targetCfg, func(co *cluster.Options) { co.Scheme = scheme }); err != nil {
+		if target, err = cluster.New(targetCfg, func(co *cluster.Options) {
+			co.Scheme = scheme
+			co.Cache.DefaultTransform = cache.TransformStripManagedFields()
+		}); err != nil {
 			return fmt.Errorf("target cluster: %w", err)
 		}
 		if err := mgr.Add(target); err != nil {

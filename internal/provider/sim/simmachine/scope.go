@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,9 +119,16 @@ func (s *scope) setCondition(t string, status metav1.ConditionStatus, reason, me
 }
 
 func (s *scope) event(kind, reason, message string) {
-	if s.r.Recorder != nil {
-		s.r.Recorder.Eventf(s.sm, s.machine, kind, reason, "Reconcile", "%s", message)
+	if s.r.Recorder == nil {
+		return
 	}
+	// A nil *Machine in the interface would not be a nil related object:
+	// the recorder would dereference it.
+	var related runtime.Object
+	if s.machine != nil {
+		related = s.machine
+	}
+	s.r.Recorder.Eventf(s.sm, related, kind, reason, "Reconcile", "%s", message)
 }
 
 // fail records a terminal failure; the SimMachine is not reconciled again
