@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -53,7 +52,12 @@ func (r *Reconciler) cleanupBootstrapToken(ctx context.Context, s *scope) (recon
 	if !s.joined {
 		return reconcile.Result{}, nil
 	}
+	// Most Machines never had a token (their user data asks for none): a
+	// read first spares the API server a write that would find nothing.
 	key := bootstraptoken.Key(bootstraptoken.ID(s.machine.UID))
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace}}
+	secret := &corev1.Secret{}
+	if err := r.TargetAPI.Get(ctx, key, secret); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
 	return reconcile.Result{}, client.IgnoreNotFound(r.TargetAPI.Delete(ctx, secret))
 }
