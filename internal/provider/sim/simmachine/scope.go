@@ -7,16 +7,15 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
 // scope is one reconcile's view: the SimMachine as read (orig) and as it
@@ -37,56 +36,18 @@ type scope struct {
 
 func (r *Reconciler) newScope(ctx context.Context, sm *infrav1.SimMachine) (*scope, error) {
 	s := &scope{r: r, sm: sm, orig: sm.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
-	s.owner = machineOwner(sm.OwnerReferences)
-	if s.owner == nil {
-		return s, nil
-	}
-	s.log = s.log.WithValues("machine", s.owner.Name)
-	m := &v1alpha1.Machine{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: sm.Namespace, Name: s.owner.Name}, m)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
+	owner, m, err := contract.OwnerMachine(ctx, r.Client, sm)
+	if err != nil {
 		return nil, err
-	case m.UID == s.owner.UID:
-		s.machine = m
+	}
+	s.owner, s.machine = owner, m
+	if owner != nil {
+		s.log = s.log.WithValues("machine", owner.Name)
 	}
 	return s, nil
 }
 
-// machineOwner returns the owner reference to a Machine of
-// machine.millwright.dev, preferring the controller reference that the
-// Millwright machine controller sets.
-func machineOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
-	var found *metav1.OwnerReference
-	for i := range refs {
-		gv, err := schema.ParseGroupVersion(refs[i].APIVersion)
-		if err != nil || gv.Group != v1alpha1.GroupName || refs[i].Kind != "Machine" {
-			continue
-		}
-		if refs[i].Controller != nil && *refs[i].Controller {
-			return &refs[i]
-		}
-		if found == nil {
-			found = &refs[i]
-		}
-	}
-	return found
-}
-
-// paused reports whether the SimMachine or its owner Machine carries the
-// paused annotation.
-func (s *scope) paused() bool {
-	if _, ok := s.sm.Annotations[v1alpha1.PausedAnnotation]; ok {
-		return true
-	}
-	if s.machine != nil {
-		if _, ok := s.machine.Annotations[v1alpha1.PausedAnnotation]; ok {
-			return true
-		}
-	}
-	return false
-}
+func (s *scope) paused() bool { return contract.Paused(s.sm, s.machine) }
 
 func (s *scope) setPaused(paused bool) {
 	if paused {
