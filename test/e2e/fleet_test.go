@@ -41,8 +41,17 @@ func (s *scenario) createClass(name, providerSpec string) {
 // Its Machines and Nodes carry the label pool=<namespace>.
 func (s *scenario) createDeployment(replicas int32, class string, maxSurge, maxUnavailable int) {
 	s.t.Helper()
+	s.createDeploymentOf(replicas, v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: class}}, maxSurge, maxUnavailable)
+}
+
+// createDeploymentOf is createDeployment with any Machine spec (a class,
+// or a provider's template and bootstrap data); the pool label is added to
+// its Node template.
+func (s *scenario) createDeploymentOf(replicas int32, spec v1alpha1.MachineSpec, maxSurge, maxUnavailable int) {
+	s.t.Helper()
 	pool := map[string]string{"pool": s.ns}
 	surge, unavailable := intstr.FromInt(maxSurge), intstr.FromInt(maxUnavailable)
+	spec.NodeTemplate.Metadata.Labels = pool
 	s.create(&v1alpha1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: s.ns, Namespace: s.ns},
 		Spec: v1alpha1.MachineDeploymentSpec{
@@ -54,10 +63,7 @@ func (s *scenario) createDeployment(replicas int32, class string, maxSurge, maxU
 			},
 			Template: v1alpha1.MachineTemplateSpec{
 				Metadata: v1alpha1.ObjectMeta{Labels: pool},
-				Spec: v1alpha1.MachineSpec{
-					Class:        &v1alpha1.MachineClassReference{Name: class},
-					NodeTemplate: v1alpha1.NodeTemplateSpec{Metadata: v1alpha1.ObjectMeta{Labels: pool}},
-				},
+				Spec:     spec,
 			},
 		},
 	})
@@ -102,33 +108,59 @@ func (s *scenario) machines() ([]v1alpha1.Machine, error) {
 // VMs; it returns the Machines.
 func (s *scenario) waitFleet(replicas int, class string, bound time.Duration) []v1alpha1.Machine {
 	s.t.Helper()
+	return s.waitFleetOf(replicas, ofClass(class), bound)
+}
+
+// waitFleetOf is waitFleet for Machines made as tmpl says.
+func (s *scenario) waitFleetOf(replicas int, tmpl fleetTemplate, bound time.Duration) []v1alpha1.Machine {
+	s.t.Helper()
 	var ms []v1alpha1.Machine
-	s.eventually(bound, fmt.Sprintf("fleet of %d Running Machines of class %s", replicas, class), func() (bool, error) {
+	s.eventually(bound, fmt.Sprintf("fleet of %d Running Machines %s", replicas, tmpl.desc), func() (bool, error) {
 		var err error
 		if ms, err = s.machines(); err != nil {
 			return false, err
 		}
-		return s.fleetIs(ms, replicas, class)
+		return s.fleetMatches(ms, replicas, tmpl)
 	})
 	return ms
 }
 
+// fleetTemplate says whether a Machine was made from the template a fleet
+// is waited for.
+type fleetTemplate struct {
+	desc string
+	of   func(*v1alpha1.Machine) (bool, error)
+}
+
+// ofClass: Machines of a MachineClass.
+func ofClass(class string) fleetTemplate {
+	return fleetTemplate{desc: "of class " + class, of: func(m *v1alpha1.Machine) (bool, error) {
+		return m.Spec.Class != nil && m.Spec.Class.Name == class, nil
+	}}
+}
+
 func (s *scenario) fleetIs(ms []v1alpha1.Machine, replicas int, class string) (bool, error) {
+	return s.fleetMatches(ms, replicas, ofClass(class))
+}
+
+func (s *scenario) fleetMatches(ms []v1alpha1.Machine, replicas int, tmpl fleetTemplate) (bool, error) {
 	if len(ms) != replicas {
 		return false, fmt.Errorf("%d Machines", len(ms))
 	}
 	var names []string
-	for _, m := range ms {
+	for i := range ms {
+		m := &ms[i]
 		switch {
 		case m.DeletionTimestamp != nil:
 			return false, fmt.Errorf("Machine %s is being deleted", m.Name)
 		case m.Status.Phase != v1alpha1.PhaseRunning:
 			return false, fmt.Errorf("Machine %s is %s: %s", m.Name, m.Status.Phase, m.Status.LastOperation.Description)
-		case m.Spec.Class == nil || m.Spec.Class.Name != class:
-			return false, fmt.Errorf("Machine %s is not of class %s", m.Name, class)
+		}
+		if ok, err := tmpl.of(m); !ok {
+			return false, fmt.Errorf("Machine %s is not %s (%v)", m.Name, tmpl.desc, err)
 		}
 		node := &corev1.Node{}
-		if err := k8s.Get(context.Background(), client.ObjectKey{Name: m.Status.NodeName}, node); err != nil {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeOf(m)}, node); err != nil {
 			return false, fmt.Errorf("Node of %s: %w", m.Name, err)
 		}
 		if !nodeReady(node) {
@@ -199,4 +231,24 @@ func machineReady(m *v1alpha1.Machine) bool {
 		}
 	}
 	return false
+}
+
+// deleteMachine deletes a Machine of the scenario (its deletion then
+// runs its course).
+func (s *scenario) deleteMachine(name string) {
+	s.t.Helper()
+	m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}
+	if err := k8s.Delete(context.Background(), m); client.IgnoreNotFound(err) != nil {
+		s.t.Fatalf("deleting Machine %s: %v", name, err)
+	}
+}
+
+// nodeOf is the name of a Machine's Node: status.nodeRef once it
+// registered, else the name its driver announced (contract providers
+// announce none).
+func nodeOf(m *v1alpha1.Machine) string {
+	if m.Status.NodeRef != nil {
+		return m.Status.NodeRef.Name
+	}
+	return m.Status.NodeName
 }

@@ -26,6 +26,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/localcluster"
 	"github.com/millwright-dev/millwright/internal/testenv"
@@ -75,7 +76,12 @@ func run(m *testing.M) int {
 	}()
 	cfg := cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 100, 200
-	if k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+	scheme := testenv.Scheme()
+	if err := infrav1.AddToScheme(scheme); err != nil { // the sim's contract provider kinds
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -50,6 +50,11 @@ type machineVersion struct {
 	rv       int64
 	node     string
 	deletion *v1alpha1.MachineDeletionStatus
+	// seen is when the recorder received this version.
+	seen          time.Time
+	phase         v1alpha1.MachinePhase
+	op            v1alpha1.LastOperation
+	failureReason string
 }
 
 type deletion struct {
@@ -182,7 +187,8 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 		}
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)
-		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: m.Status.NodeName, deletion: m.Status.Deletion})
+		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: nodeOf(m), deletion: m.Status.Deletion,
+			seen: time.Now(), phase: m.Status.Phase, op: m.Status.LastOperation, failureReason: m.Status.FailureReason})
 		if p := r.phases[name]; m.Status.Phase != "" && (len(p) == 0 || p[len(p)-1] != m.Status.Phase) {
 			r.phases[name] = append(p, m.Status.Phase)
 		}
@@ -190,7 +196,15 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 			r.machineDeletions = append(r.machineDeletions, m)
 		}
 	}
+	if len(r.synced) < len(r.objs) {
+		// The first lists are still coming in: judging a half-listed world
+		// (Nodes but no Machines yet) would report what never was.
+		return
+	}
 	for _, c := range r.checks {
+		if c == nil {
+			continue // removed
+		}
 		if v := c(r); v != "" && len(r.violations) < 50 {
 			r.violations = append(r.violations, fmt.Sprintf("%s (after %s %s %s rv %d)", v, typ, kind, name, rv))
 		}
@@ -278,11 +292,37 @@ func (r *recorder) stateAtLocked(d deletion) (string, machineVersion) {
 	return "", machineVersion{}
 }
 
-// addCheck adds an invariant from now on.
-func (r *recorder) addCheck(c check) {
+// addCheck adds an invariant from now on, until the returned function
+// removes it.
+func (r *recorder) addCheck(c check) (remove func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	i := len(r.checks)
 	r.checks = append(r.checks, c)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.checks[i] = nil
+	}
+}
+
+// versionsOf returns every observed version of a Machine, oldest first.
+func (r *recorder) versionsOf(name string) []machineVersion {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.versions[name])
+}
+
+// machineNames returns the name of every Machine ever observed.
+func (r *recorder) machineNames() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for name := range r.versions {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // podsLocked returns the current Pods; the recorder must be locked.

@@ -32,7 +32,7 @@ func TestRollingUpdate(t *testing.T) {
 
 	newNodes := map[string]bool{}
 	for _, m := range after {
-		newNodes[m.Status.NodeName] = true
+		newNodes[nodeOf(&m)] = true
 	}
 	for _, p := range pods {
 		if !newNodes[p.Spec.NodeName] {

@@ -41,18 +41,19 @@ type manager struct {
 	args                  []string
 }
 
-// newScenario creates namespace name and starts a sim for it. At the end
+// newScenario creates namespace name and starts a sim for it, with
+// simFlags after the default flags. At the end
 // of the test it stops every process the scenario started — printing the
 // tail of their logs if the test failed — and deletes the scenario's Nodes,
 // so the next scenario starts on an empty cluster.
-func newScenario(t *testing.T, name string) *scenario {
+func newScenario(t *testing.T, name string, simFlags ...string) *scenario {
 	t.Helper()
 	s := &scenario{t: t, ns: name}
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	t.Cleanup(s.cleanup)
-	s.startSim()
+	s.startSim(simFlags...)
 	return s
 }
 
@@ -88,8 +89,8 @@ func (s *scenario) processNames() []string {
 }
 
 // startSim starts the scenario's sim (kwok Nodes, a snapshot so that a
-// restarted sim keeps its cloud) and waits for its admin API.
-func (s *scenario) startSim() {
+// restarted sim keeps its cloud, then extra) and waits for its admin API.
+func (s *scenario) startSim(extra ...string) {
 	s.t.Helper()
 	s.sim = "sim-" + s.ns
 	s.simAdmin = testenv.FreeAddr(s.t)
@@ -98,10 +99,12 @@ func (s *scenario) startSim() {
 		"--endpoint", s.socket, "--admin-address", s.simAdmin, "--kubeconfig", cluster.Kubeconfig(),
 		"--node-mode", "kwok", "--snapshot", filepath.Join(cluster.Dir(), s.ns+"-sim.json"),
 	}
+	s.simArgs = append(s.simArgs, extra...)
 	s.restartSim()
 }
 
-// restartSim starts the sim again (after stopSim) with the same flags.
+// restartSim starts the sim again (after stopSim or killSim) with the
+// same flags, and so the same snapshot.
 func (s *scenario) restartSim() {
 	s.t.Helper()
 	s.start(s.sim, "millwright-sim", s.simArgs)
@@ -179,15 +182,35 @@ func (s *scenario) killManager(m *manager) {
 	}
 }
 
-func kill(m *manager) error {
-	pid, ok := cluster.PIDs()[m.name]
+func kill(m *manager) error { return killProcess(m.name) }
+
+// killProcess kills a process of the scenario with SIGKILL and reaps it.
+func killProcess(name string) error {
+	pid, ok := cluster.PIDs()[name]
 	if !ok {
-		return fmt.Errorf("%s is not running", m.name)
+		return fmt.Errorf("%s is not running", name)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing %s: %w", m.name, err)
+		return fmt.Errorf("killing %s: %w", name, err)
 	}
-	return cluster.StopProcess(m.name)
+	return cluster.StopProcess(name)
+}
+
+// stopSim stops the sim with SIGTERM: it saves its snapshot on the way out.
+func (s *scenario) stopSim() {
+	s.t.Helper()
+	if err := cluster.StopProcess(s.sim); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// killSim kills the sim with SIGKILL: what it changed since its last
+// snapshot (at most a second before) is lost.
+func (s *scenario) killSim() {
+	s.t.Helper()
+	if err := killProcess(s.sim); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // crashAndRestart kills m and starts it again without waiting for it to
@@ -223,7 +246,7 @@ func (s *scenario) describeMachines() string {
 	var b strings.Builder
 	for _, m := range list.Items {
 		fmt.Fprintf(&b, "%s phase=%s deleting=%t node=%s op=%s/%s %q failure=%q\n", m.Name, m.Status.Phase,
-			m.DeletionTimestamp != nil, m.Status.NodeName, m.Status.LastOperation.Type, m.Status.LastOperation.State,
+			m.DeletionTimestamp != nil, nodeOf(&m), m.Status.LastOperation.Type, m.Status.LastOperation.State,
 			m.Status.LastOperation.Description, m.Status.FailureReason)
 	}
 	return b.String()
