@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
 // TestRollingUpdate proves a rolling update of 10 Machines to another
@@ -45,12 +47,17 @@ func TestRollingUpdate(t *testing.T) {
 
 // withinRollingBounds is the invariant of a rolling update: at most
 // replicas+maxSurge Machines exist, at least replicas-maxUnavailable are
-// available.
+// available. A Failed Machine is not counted: its MachineSet replaces it
+// outside the rollout's budget.
 func withinRollingBounds(replicas, maxSurge, maxUnavailable int) check {
 	return func(r *recorder) string {
-		ms := r.machinesLocked()
+		var ms []*v1alpha1.Machine
 		ready := 0
-		for _, m := range ms {
+		for _, m := range r.machinesLocked() {
+			if m.Status.FailureReason != "" {
+				continue
+			}
+			ms = append(ms, m)
 			if machineReady(m) {
 				ready++
 			}
