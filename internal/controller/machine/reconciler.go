@@ -60,6 +60,7 @@ type Reconciler struct {
 
 	ledger   replacementLedger
 	contract contractWatches
+	failures failureMemory
 }
 
 // Reconcile moves one Machine forward and records where it stands.
@@ -85,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res, err = r.reconcileDelete(ctx, s)
 	}
 	if s.gone {
+		r.failures.forget(m.UID)
 		return reconcile.Result{}, err
 	}
 	s.machine.Status.Phase = computePhase(s.machine)

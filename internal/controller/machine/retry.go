@@ -27,6 +27,7 @@ func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method d
 	if outcome.Recovery != "" {
 		message += " (" + outcome.Recovery + ")"
 	}
+	r.failures.catchUp(s, op)
 	s.operation(op, v1alpha1.OperationFailed, code.String(), message)
 	if op == v1alpha1.OperationCreate || op == v1alpha1.OperationInitialize {
 		reason := ReasonCreateFailed
@@ -42,7 +43,10 @@ func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method d
 	case outcome.Action == driver.Terminal && op == v1alpha1.OperationUpdate:
 		return reconcile.Result{} // retried when the class changes again
 	}
-	return reconcile.Result{RequeueAfter: r.retryAfter(s.machine.Status.LastOperation.FailureCount, outcome.Action)}
+	n := s.machine.Status.LastOperation.FailureCount
+	wait := r.retryAfter(n, outcome.Action)
+	r.failures.put(s.machine.UID, failureRecord{op: op, failures: n, retryAt: s.now.Add(wait)})
+	return reconcile.Result{RequeueAfter: wait}
 }
 
 func (r *Reconciler) retryAfter(failures int32, action driver.Action) time.Duration {
@@ -54,8 +58,17 @@ func (r *Reconciler) retryAfter(failures int32, action driver.Action) time.Durat
 
 // retryWait is how long the Machine must still wait before retrying its
 // last failed operation; zero when it may go ahead. It is computed from the
-// status, so it survives restarts and is not cut short by unrelated events.
+// status, so it survives restarts and is not cut short by unrelated events,
+// and from the memory of the failure, which a stale cache cannot hide.
 func (r *Reconciler) retryWait(s *scope) time.Duration {
+	wait := r.statusRetryWait(s)
+	if rec, ok := r.failures.get(s.machine.UID); ok {
+		wait = max(wait, rec.retryAt.Sub(s.now))
+	}
+	return wait
+}
+
+func (r *Reconciler) statusRetryWait(s *scope) time.Duration {
 	op := s.machine.Status.LastOperation
 	method, ok := methodOf[op.Type]
 	if op.State != v1alpha1.OperationFailed || !ok {

@@ -123,6 +123,9 @@ func (s *scope) operation(op v1alpha1.MachineOperationType, state v1alpha1.Machi
 	if !changed && state != v1alpha1.OperationFailed {
 		return
 	}
+	if state != v1alpha1.OperationFailed {
+		s.r.failures.forget(s.machine.UID) // the failed operation went through, or another began
+	}
 	switch state {
 	case v1alpha1.OperationFailed:
 		s.event(corev1.EventTypeWarning, string(op)+"Failed", description)

@@ -3,6 +3,7 @@ package machineset_test
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -279,5 +280,37 @@ func TestAvailabilityWaitsForMinReadySeconds(t *testing.T) {
 	}
 	h.Eventually(10*time.Second, "availability after minReadySeconds", func() (bool, error) {
 		return getSet(h, "slow").Status.AvailableReplicas == 1, nil
+	})
+}
+
+// A class that cannot make a working Machine costs a few Machines, not one
+// a second: replacing Machines that failed before running backs off.
+func TestBrokenClassReplacementsBackOff(t *testing.T) {
+	h := newHarness(t)
+	h.Class("bad", `{"region":"local","zones":[]}`) // refused: InvalidArgument
+	set(h, "web", 1, "bad", nil)
+	var uids sync.Map
+	count := func() int {
+		n := 0
+		for _, m := range machinesOf(h, "web") {
+			uids.Store(m.UID, true)
+		}
+		uids.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	// The first failure is replaced at once, the second after 10s.
+	h.Eventually(15*time.Second, "two Machines to fail and be replaced", func() (bool, error) { return count() >= 3, nil })
+	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if n := count(); n > 3 {
+			t.Fatalf("%d Machines made from a broken class within seconds; the replacements must back off", n)
+		}
+	}
+	h.Eventually(10*time.Second, "a ReplicaFailure saying the replacement waits", func() (bool, error) {
+		for _, c := range getSet(h, "web").Status.Conditions {
+			if c.Type == v1alpha1.ReplicaFailureCondition && strings.Contains(c.Message, "waits") {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 }

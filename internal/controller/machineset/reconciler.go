@@ -42,6 +42,7 @@ type Reconciler struct {
 	MaxCreationWindow int
 
 	expectations expectations
+	replacements replaceBackoff
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -50,6 +51,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
+			r.replacements.forget(req.String())
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -133,7 +135,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 // scale creates or deletes Machines towards spec.replicas, replacing Failed ones.
 func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, error) {
 	var alive, inCreation []*v1alpha1.Machine
-	joined := 0
+	joined, failedEarly := 0, 0
 	for _, m := range s.owned {
 		switch {
 		case !m.DeletionTimestamp.IsZero():
@@ -141,6 +143,9 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 			// Replace it: delete, and let the count below create its successor.
 			if err := r.deleteMachine(ctx, s, m, "it failed: "+m.Status.FailureReason); err != nil {
 				return reconcile.Result{}, err
+			}
+			if !everRunning(m) {
+				failedEarly++
 			}
 		default:
 			alive = append(alive, m)
@@ -151,10 +156,17 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 			}
 		}
 	}
+	if failedEarly > 0 {
+		r.replacements.failed(s.key, failedEarly, joined, s.now)
+	}
 	diff := int(s.ms.Spec.Replicas) - len(alive)
+	wait := r.replacements.wait(s.key, joined, s.now)
 	switch {
 	case diff > 0 && s.ms.Labels[v1alpha1.FrozenLabel] != "":
 		s.log.Info("frozen by the safety controller: not scaling up", "missing", diff)
+	case diff > 0 && wait > 0:
+		s.replicaFailure = fmt.Sprintf("Machines failed before running; the next replacement waits %s", wait.Round(time.Second))
+		return reconcile.Result{RequeueAfter: wait}, nil
 	case diff > 0:
 		limit := r.MaxCreationWindow
 		if limit <= 0 {
