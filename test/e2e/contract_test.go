@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -21,8 +22,8 @@ import (
 // TestContractProvider proves contract providers end to end (issue #8):
 // the sim runs its SimMachine controller (--infra-controller), and a
 // MachineDeployment whose template names a SimMachineTemplate
-// (spec.infrastructureRef) and bootstrap data in a Secret
-// (spec.bootstrap.dataSecretName) is scaled 0 → 5, rolled to a second
+// (spec.infrastructureRef) and a TokenBootstrapConfigTemplate
+// (spec.bootstrap.configRef, the manager's bootstrap provider) is scaled 0 → 5, rolled to a second
 // SimMachineTemplate, and scaled to 0. After each step every Machine is
 // Running with a Ready Node and is backed by a SimMachine of its own,
 // cloned from the template of the step (the cloned-from annotations),
@@ -35,14 +36,20 @@ func TestContractProvider(t *testing.T) {
 	const replicas = 5
 	s := newScenario(t, "contract", "--infra-controller")
 	s.startManager()
-	s.createBootstrapSecret()
+	s.createTokenBootstrapTemplate("join")
 	s.createSimTemplate("sim-a", simSpec)
 	s.createSimTemplate("sim-b", largeSpec)
 	rec := s.record()
-	s.createDeploymentOf(0, s.contractSpec("sim-a"), 1, 0)
+	spec := s.contractSpec("sim-a")
+	// Bootstrap data from the manager's own bootstrap provider: a
+	// TokenBootstrapConfig cloned per Machine makes a token and user data.
+	spec.Bootstrap = v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
+		APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "join"}}
+	s.createDeploymentOf(0, spec, 1, 0)
 
 	s.scale(replicas)
 	s.waitFleetOf(replicas, s.fromSimTemplate("sim-a"), 3*time.Minute)
+	s.checkTokenBootstrapped()
 	stopCheck := rec.addCheck(withinRollingBounds(replicas, 1, 0))
 	s.rollToSimTemplate("sim-b")
 	s.waitFleetOf(replicas, s.fromSimTemplate("sim-b"), 5*time.Minute)
@@ -162,6 +169,39 @@ func (s *scenario) createBootstrapSecret() {
 		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap", Namespace: s.ns},
 		Data:       map[string][]byte{"value": []byte("#!/bin/sh\necho joining " + s.ns + "\n")},
 	})
+}
+
+// createTokenBootstrapTemplate creates a TokenBootstrapConfigTemplate; the
+// manager fills in the API server and CA of its target cluster.
+func (s *scenario) createTokenBootstrapTemplate(name string) {
+	s.t.Helper()
+	s.create(&bootstrapv1.TokenBootstrapConfigTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}})
+}
+
+// checkTokenBootstrapped: every Machine got its bootstrap data from a
+// TokenBootstrapConfig of its own, which made a user-data Secret and is
+// done with its token once the Node joined.
+func (s *scenario) checkTokenBootstrapped() {
+	s.t.Helper()
+	ms, err := s.machines()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, m := range ms {
+		ref := m.Spec.Bootstrap.ConfigRef
+		if ref == nil || ref.Kind != "TokenBootstrapConfig" || ref.Name != m.Name || m.Spec.Bootstrap.DataSecretName == nil {
+			s.t.Fatalf("Machine %s bootstrap %+v: want its own TokenBootstrapConfig and its data Secret", m.Name, m.Spec.Bootstrap)
+		}
+		secret := &corev1.Secret{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: *m.Spec.Bootstrap.DataSecretName}, secret); err != nil || len(secret.Data["value"]) == 0 {
+			s.t.Fatalf("Machine %s: user data Secret %s: %v (%d bytes)", m.Name, *m.Spec.Bootstrap.DataSecretName, err, len(secret.Data["value"]))
+		}
+		cfg := &bootstrapv1.TokenBootstrapConfig{}
+		s.eventually(30*time.Second, "TokenBootstrapConfig "+m.Name+" to see the join", func() (bool, error) {
+			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: m.Name}, cfg)
+			return err == nil && cfg.Status.Joined, err
+		})
+	}
 }
 
 // createSimTemplate creates a SimMachineTemplate of the given providerSpec.

@@ -21,11 +21,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/localcluster"
@@ -77,9 +80,12 @@ func run(m *testing.M) int {
 	cfg := cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 100, 200
 	scheme := testenv.Scheme()
-	if err := infrav1.AddToScheme(scheme); err != nil { // the sim's contract provider kinds
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// The reference contract providers' kinds: the sim's and the manager's.
+	for _, add := range []func(*runtime.Scheme) error{infrav1.AddToScheme, bootstrapv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	if k8s, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

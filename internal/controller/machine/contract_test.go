@@ -99,9 +99,12 @@ func controlledBy(u *unstructured.Unstructured, m *v1alpha1.Machine) bool {
 
 // A contract Machine goes Pending → Provisioning → Provisioned → Running
 // as its providers report, with the fields the contract names copied; on
-// deletion its provider objects go before its Node.
+// deletion its provider objects go before its Node. A driver Machine in
+// the same namespace runs alongside (a mixed fleet).
 func TestContractMachineLifecycle(t *testing.T) {
 	h := newHarness(t, nil)
+	h.Class("c", simSpec)
+	h.Machine("driver", "c", nil)
 	controllertest.RegisterProviderKind(t, "LifeMachine", "v1alpha0_v1alpha1")
 	controllertest.RegisterProviderKind(t, "LifeConfig", "v1alpha1")
 	createObj(h, "LifeMachine", "m")
@@ -141,6 +144,7 @@ func TestContractMachineLifecycle(t *testing.T) {
 
 	node := readyNode(h, h.Prefix+"m", providerID)
 	h.WaitPhase("m", v1alpha1.PhaseRunning, 20*time.Second)
+	h.WaitPhase("driver", v1alpha1.PhaseRunning, 20*time.Second)
 
 	h.DeleteMachine("m")
 	h.Eventually(20*time.Second, "the provider objects deleted", func() (bool, error) {
@@ -171,6 +175,7 @@ func TestContractDeletionWaitsForProvider(t *testing.T) {
 	setStatus(h, "SlowMachine", "m", map[string]any{"ready": true})
 	node := readyNode(h, h.Prefix+"m", providerID)
 	h.WaitPhase("m", v1alpha1.PhaseRunning, 20*time.Second)
+	h.WaitPhase("driver", v1alpha1.PhaseRunning, 20*time.Second)
 
 	h.DeleteMachine("m")
 	h.WaitStep("m", v1alpha1.StepDeleteInfrastructure)
