@@ -175,7 +175,6 @@ func TestContractDeletionWaitsForProvider(t *testing.T) {
 	setStatus(h, "SlowMachine", "m", map[string]any{"ready": true})
 	node := readyNode(h, h.Prefix+"m", providerID)
 	h.WaitPhase("m", v1alpha1.PhaseRunning, 20*time.Second)
-	h.WaitPhase("driver", v1alpha1.PhaseRunning, 20*time.Second)
 
 	h.DeleteMachine("m")
 	h.WaitStep("m", v1alpha1.StepDeleteInfrastructure)
