@@ -34,6 +34,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&m.LongBackoffCap, "long-backoff-cap", m.LongBackoffCap, "longest retry delay after exhausted quota or capacity")
 	fs.DurationVar(&m.DriverCallTimeout, "driver-call-timeout", m.DriverCallTimeout, "bound of one driver call")
 	fs.DurationVar(&m.VolumeDetachTimeout, "volume-detach-timeout", m.VolumeDetachTimeout, "wait for an evicted pod's volumes to detach at most this long")
+	fs.DurationVar(&m.EvictionRetryInterval, "eviction-retry-interval", m.EvictionRetryInterval, "time between two eviction rounds a PodDisruptionBudget refused; pods still refused after --max-evict-retries rounds are deleted")
 	fs.DurationVar(&m.UnreachableForceDrainAfter, "unreachable-force-drain-after", m.UnreachableForceDrainAfter, "force the drain of a Node not Ready this long")
 	fs.DurationVar(&m.HealthResync, "machine-health-resync", m.HealthResync, "re-check Running Machines this often even without events")
 

@@ -37,6 +37,7 @@ func (o *Options) Validate() error {
 		{"long-backoff-cap", o.Machine.LongBackoffCap},
 		{"driver-call-timeout", o.Machine.DriverCallTimeout},
 		{"volume-detach-timeout", o.Machine.VolumeDetachTimeout},
+		{"eviction-retry-interval", o.Machine.EvictionRetryInterval},
 		{"unreachable-force-drain-after", o.Machine.UnreachableForceDrainAfter},
 		{"machine-health-resync", o.Machine.HealthResync},
 		{"driver-startup-timeout", o.DriverStartupTimeout},
