@@ -2,6 +2,7 @@ package controllertest
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,22 @@ func (h *Harness) Eventually(timeout time.Duration, what string, cond func() (bo
 		func(context.Context) (bool, error) { return cond() })
 	if err != nil {
 		h.T.Fatalf("waiting %s for %s: %v", timeout, what, err)
+	}
+}
+
+// Consistently polls cond every 100ms for d and fails the test as soon as
+// it is false or errs: the check that something does not happen.
+func (h *Harness) Consistently(d time.Duration, what string, cond func() (bool, error)) {
+	h.T.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		if err == nil && !ok {
+			return false, fmt.Errorf("no longer %s", what)
+		}
+		return false, err
+	})
+	if !wait.Interrupted(err) {
+		h.T.Fatalf("during %s: %v", d, err)
 	}
 }
 

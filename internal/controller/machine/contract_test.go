@@ -178,13 +178,12 @@ func TestContractDeletionWaitsForProvider(t *testing.T) {
 
 	h.DeleteMachine("m")
 	h.WaitStep("m", v1alpha1.StepDeleteInfrastructure)
-	time.Sleep(2 * time.Second)
-	if h.Get("m").Status.Deletion.Step != v1alpha1.StepDeleteInfrastructure {
-		t.Fatal("the deletion went past the infrastructure step while the InfraMachine still exists")
-	}
-	if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{}); err != nil {
-		t.Fatalf("the Node was deleted before the InfraMachine: %v", err)
-	}
+	h.Consistently(2*time.Second, "the deletion held at the infrastructure step, the Node kept", func() (bool, error) {
+		if h.Get("m").Status.Deletion.Step != v1alpha1.StepDeleteInfrastructure {
+			return false, nil
+		}
+		return true, controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(node), &corev1.Node{})
+	})
 	u, err := h.GetProviderObject("SlowMachine", "m")
 	if err != nil || u.GetDeletionTimestamp() == nil {
 		t.Fatalf("the InfraMachine was not asked to delete: %v", err)

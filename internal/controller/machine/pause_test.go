@@ -22,10 +22,7 @@ func TestPausedAnnotationStopsAndResumes(t *testing.T) {
 		m.Annotations = map[string]string{v1alpha1.PausedAnnotation: "true"}
 	})
 	waitCondition(h, "m", v1alpha1.PausedCondition, metav1.ConditionTrue, "Paused")
-	time.Sleep(2 * time.Second)
-	if vms := h.VMs("m"); len(vms) != 0 {
-		t.Fatalf("a paused Machine got %d VMs", len(vms))
-	}
+	h.Consistently(2*time.Second, "a paused Machine without a VM", func() (bool, error) { return len(h.VMs("m")) == 0, nil })
 	h.RemoveAnnotation("m", v1alpha1.PausedAnnotation)
 	m := h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
 	if meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PausedCondition) != nil {

@@ -33,7 +33,7 @@ func TestPauseAndResume(t *testing.T) {
 		sets := h.sets("web")
 		return len(sets) == 1 && sets[0].Spec.Replicas == 4 && liveByClass(h.machines("web"))["v1"] == 4, nil
 	})
-	h.consistently(2*time.Second, "no rollout while paused", func() (bool, error) {
+	h.Consistently(2*time.Second, "no rollout while paused", func() (bool, error) {
 		return len(h.sets("web")) == 1 && liveByClass(h.machines("web"))["v2"] == 0, nil
 	})
 
@@ -60,7 +60,7 @@ func TestPauseAndResume(t *testing.T) {
 	if sets := h.setsByRevision("web"); sets[2].Spec.Replicas == 0 {
 		t.Fatalf("the rollout finished before the pause: %v", summary(sets))
 	}
-	h.consistently(3*time.Second, "the sets' sizes held while paused", func() (bool, error) {
+	h.Consistently(3*time.Second, "the sets' sizes held while paused", func() (bool, error) {
 		for _, ms := range h.sets("web") {
 			if specs[ms.Name] != ms.Spec.Replicas {
 				return false, nil
@@ -106,7 +106,7 @@ func TestProportionalScalingMidRollout(t *testing.T) {
 		sets := h.setsByRevision("web")
 		return sets[1].Spec.Replicas == 4 && sets[2].Spec.Replicas == 6, nil
 	})
-	h.consistently(time.Second, "the sizes settled", func() (bool, error) {
+	h.Consistently(time.Second, "the sizes settled", func() (bool, error) {
 		sets := h.setsByRevision("web")
 		return sets[1].Spec.Replicas == 4 && sets[2].Spec.Replicas == 6, nil
 	})

@@ -107,7 +107,7 @@ func TestFrozen(t *testing.T) {
 		md.Spec.Replicas = 3
 	})
 	h.waitCondition("web", v1alpha1.FrozenCondition, metav1.ConditionTrue, "FrozenBySafetyController", 10*time.Second)
-	h.consistently(2*time.Second, "no scale-up while frozen", func() (bool, error) {
+	h.Consistently(2*time.Second, "no scale-up while frozen", func() (bool, error) {
 		return h.sets("web")[0].Spec.Replicas == 1 && len(h.machines("web")) == 1, nil
 	})
 

@@ -93,7 +93,7 @@ func TestOnDelete(t *testing.T) {
 		sets := h.setsByRevision("web")
 		return len(sets) == 2 && sets[2].Spec.Replicas == 0, nil
 	})
-	h.consistently(2*time.Second, "no Machine replaced without a deletion", func() (bool, error) {
+	h.Consistently(2*time.Second, "no Machine replaced without a deletion", func() (bool, error) {
 		return sameNames(h.machines("web"), old) && h.setsByRevision("web")[1].Spec.Replicas == 3, nil
 	})
 
@@ -107,7 +107,7 @@ func TestOnDelete(t *testing.T) {
 		return sets[1].Spec.Replicas == 2 && sets[2].Spec.Replicas == 1 &&
 			byClass["v1"] == 2 && byClass["v2"] == 1 && len(h.machines("web")) == 3, nil
 	})
-	h.consistently(2*time.Second, "the other old Machines kept", func() (bool, error) {
+	h.Consistently(2*time.Second, "the other old Machines kept", func() (bool, error) {
 		byClass := liveByClass(h.machines("web"))
 		return byClass["v1"] == 2 && byClass["v2"] <= 1, nil
 	})

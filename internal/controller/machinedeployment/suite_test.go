@@ -171,21 +171,6 @@ func (h *harness) waitComplete(name string, timeout time.Duration) *v1alpha1.Mac
 	return md
 }
 
-// consistently polls cond for d and fails the test as soon as it is false.
-func (h *harness) consistently(d time.Duration, what string, cond func() (bool, error)) {
-	h.T.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		if err == nil && !ok {
-			return false, fmt.Errorf("no longer %s", what)
-		}
-		return false, err
-	})
-	if !wait.Interrupted(err) {
-		h.T.Fatalf("during %s: %v", d, err)
-	}
-}
-
 // setsByRevision returns the deployment's MachineSets by revision number.
 func (h *harness) setsByRevision(name string) map[int]v1alpha1.MachineSet {
 	out := map[int]v1alpha1.MachineSet{}

@@ -300,11 +300,9 @@ func TestBrokenClassReplacementsBackOff(t *testing.T) {
 	}
 	// The first failure is replaced at once, the second after 10s.
 	h.Eventually(15*time.Second, "two Machines to fail and be replaced", func() (bool, error) { return count() >= 3, nil })
-	for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if n := count(); n > 3 {
-			t.Fatalf("%d Machines made from a broken class within seconds; the replacements must back off", n)
-		}
-	}
+	h.Consistently(6*time.Second, "at most 3 Machines made from a broken class (the replacements back off)", func() (bool, error) {
+		return count() <= 3, nil
+	})
 	h.Eventually(10*time.Second, "a ReplicaFailure saying the replacement waits", func() (bool, error) {
 		for _, c := range getSet(h, "web").Status.Conditions {
 			if c.Type == v1alpha1.ReplicaFailureCondition && strings.Contains(c.Message, "waits") {

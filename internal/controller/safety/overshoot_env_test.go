@@ -132,11 +132,9 @@ func (w *world) expectFrozen(obj client.Object, frozen bool, timeout time.Durati
 // staysUnfrozen fails if obj is frozen at any time during d.
 func (w *world) staysUnfrozen(obj client.Object, d time.Duration) {
 	w.T.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if labels := w.get(obj).GetLabels(); labels[v1alpha1.FrozenLabel] != "" {
-			w.T.Fatalf("%s was frozen: labels %v", obj.GetName(), labels)
-		}
-	}
+	w.Consistently(d, obj.GetName()+" not frozen", func() (bool, error) {
+		return w.get(obj).GetLabels()[v1alpha1.FrozenLabel] == "", nil
+	})
 }
 
 func (w *world) setAnnotation(obj client.Object, key, value string) {
