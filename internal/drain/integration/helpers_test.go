@@ -167,11 +167,13 @@ func mustExistUntouched(t *testing.T, pods ...*corev1.Pod) {
 	}
 }
 
-// leavingPod reports whether the pod's deletion has started.
-func leavingPod(t *testing.T, pod *corev1.Pod) bool {
+// deletionStarted reports whether the pod is being deleted or already gone:
+// kwok removes a pod without finalizers moments after its deletion starts,
+// so "gone" must count as well. One read decides.
+func deletionStarted(t *testing.T, pod *corev1.Pod) bool {
 	t.Helper()
 	got, ok := exists(t, pod)
-	return ok && got.DeletionTimestamp != nil
+	return !ok || got.DeletionTimestamp != nil
 }
 
 // waitGone waits until the pods no longer exist (kwok removes pods whose

@@ -119,7 +119,7 @@ func TestDrainBudgetAllowsOneThenFreesUp(t *testing.T) {
 	// The evicted pod disappears; with one healthy pod left and one
 	// required, the budget now refuses the other.
 	evicted, kept := web0, web1
-	if _, ok := exists(t, web0); ok && !leavingPod(t, web0) {
+	if !deletionStarted(t, web0) {
 		evicted, kept = web1, web0
 	}
 	waitGone(t, evicted)

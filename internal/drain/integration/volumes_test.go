@@ -189,7 +189,7 @@ func TestDrainVolumePodsWaitForThePreviousPod(t *testing.T) {
 	if res.Evicted != 1 || status.VolumeWait == nil || status.VolumeWait.Pod != ns+"/pg-0" || len(status.VolumeWait.VolumeIDs) != 0 {
 		t.Fatalf("second step: %+v, wait %+v; want pg-0 evicted and waited for, with no volume attached", res, status.VolumeWait)
 	}
-	if !leavingPod(t, pg0) {
+	if !deletionStarted(t, pg0) {
 		t.Fatal("pg-0 was not evicted")
 	}
 	res = step(t, status, opts)
@@ -250,7 +250,7 @@ func TestDrainVolumeIDErrorHoldsBackVolumePod(t *testing.T) {
 		t.Fatalf("step with the driver down: %+v, wait %+v; want the free pod evicted and pg-0 failed", res, status.VolumeWait)
 	}
 	mustExistUntouched(t, pg0)
-	if !leavingPod(t, free) {
+	if !deletionStarted(t, free) {
 		t.Error("the pod without volumes was not evicted")
 	}
 	if len(gotSpecs) != 1 || gotSpecs[0].CSI == nil || gotSpecs[0].CSI.VolumeHandle != h {
