@@ -33,6 +33,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&m.LongBackoffBase, "long-backoff-base", m.LongBackoffBase, "first retry delay after exhausted quota or capacity")
 	fs.DurationVar(&m.LongBackoffCap, "long-backoff-cap", m.LongBackoffCap, "longest retry delay after exhausted quota or capacity")
 	fs.DurationVar(&m.DriverCallTimeout, "driver-call-timeout", m.DriverCallTimeout, "bound of one driver call")
+	fs.IntVar(&m.MaxConcurrentCreates, "max-concurrent-creates", m.MaxConcurrentCreates, "CreateMachine calls in flight at once, over all drivers (they do not hold the machine workers)")
 	fs.DurationVar(&m.VolumeDetachTimeout, "volume-detach-timeout", m.VolumeDetachTimeout, "wait for an evicted pod's volumes to detach at most this long")
 	fs.DurationVar(&m.EvictionRetryInterval, "eviction-retry-interval", m.EvictionRetryInterval, "time between two eviction rounds a PodDisruptionBudget refused; pods still refused after --max-evict-retries rounds are deleted")
 	fs.DurationVar(&m.UnreachableForceDrainAfter, "unreachable-force-drain-after", m.UnreachableForceDrainAfter, "force the drain of a Node not Ready this long")

@@ -77,6 +77,7 @@ func (o *Options) Validate() error {
 		{"machine-workers", o.Workers.Machine},
 		{"machineset-workers", o.Workers.MachineSet},
 		{"machinedeployment-workers", o.Workers.MachineDeployment},
+		{"max-concurrent-creates", o.Machine.MaxConcurrentCreates},
 	} {
 		v.check(w.value >= 1, w.flag, "must be at least 1, got %d", w.value)
 	}

@@ -123,6 +123,7 @@ func TestValidationErrors(t *testing.T) {
 			[]string{`--node-conditions: "not ok" is not a Node condition type`}},
 		{"workers", []string{"--machine-workers=0", "--machineset-workers=-1"},
 			[]string{"--machine-workers: must be at least 1, got 0", "--machineset-workers: must be at least 1, got -1"}},
+		{"create concurrency", []string{"--max-concurrent-creates=0"}, []string{"--max-concurrent-creates: must be at least 1, got 0"}},
 		{"negative retries", []string{"--max-evict-retries=-1"}, []string{"--max-evict-retries: must not be negative"}},
 		{"safety up", []string{"--safety-up=0", "--safety-down=0"},
 			[]string{"--safety-up: must be at least 1, got 0", "--safety-down: must be between 1 and --safety-up (0), got 0"}},

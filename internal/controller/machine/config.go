@@ -30,6 +30,10 @@ type Config struct {
 	LongBackoffBase, LongBackoffCap time.Duration
 	// DriverCallTimeout bounds one driver call.
 	DriverCallTimeout time.Duration
+	// MaxConcurrentCreates bounds the CreateMachine calls in flight at once.
+	// They run outside the reconcile workers, which they would otherwise
+	// hold for as long as the provider takes to make a VM.
+	MaxConcurrentCreates int
 	// EvictionRetryInterval is the time between two eviction rounds a
 	// disruption budget refused: MaxEvictRetries rounds take
 	// MaxEvictRetries × this before pods are deleted.
@@ -56,6 +60,7 @@ func DefaultConfig() Config {
 		LongBackoffBase:            1 * time.Minute,
 		LongBackoffCap:             30 * time.Minute,
 		DriverCallTimeout:          5 * time.Minute,
+		MaxConcurrentCreates:       100,
 		EvictionRetryInterval:      drain.DefaultRetryInterval,
 		VolumeDetachTimeout:        2 * time.Minute,
 		UnreachableForceDrainAfter: 5 * time.Minute,

@@ -15,6 +15,10 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
+// createWaitRequeue is a backstop for a deletion waiting for a create in
+// flight; the end of the call enqueues the Machine anyway.
+const createWaitRequeue = 5 * time.Second
+
 // driverInfra makes VMs through a driver, following the retry table of
 // package driver.
 type driverInfra struct {
@@ -26,6 +30,12 @@ type driverInfra struct {
 func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" {
 		return reconcile.Result{}, nil // steady state: no driver calls
+	}
+	if d.r.creates.inFlight(s.machine.UID) {
+		return reconcile.Result{}, nil // its end enqueues the Machine
+	}
+	if resp, err, ok := d.r.creates.take(s.machine.UID); ok {
+		return d.created(ctx, s, resp, err)
 	}
 	if wait := d.r.retryWait(s); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
@@ -56,13 +66,24 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	}
 }
 
+// create starts the CreateMachine call (see creates) and returns; the
+// Machine is reconciled again when the call ends.
 func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
-	var resp *driver.CreateMachineResponse
-	err := d.call(ctx, driver.MethodCreateMachine, func(ctx context.Context) (err error) {
-		resp, err = d.drv.CreateMachine(ctx, &driver.CreateMachineRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
-		return err
+	req := &driver.CreateMachineRequest{Machine: s.machine.DeepCopy(), MachineClass: d.class, Secret: secret}
+	d.r.creates.start(ctx, req.Machine, func(ctx context.Context) (resp *driver.CreateMachineResponse, err error) {
+		err = d.call(ctx, driver.MethodCreateMachine, func(ctx context.Context) (err error) {
+			resp, err = d.drv.CreateMachine(ctx, req)
+			return err
+		})
+		return resp, err
 	})
+	return reconcile.Result{}, nil
+}
+
+// created records the outcome of a finished CreateMachine call and goes
+// on to initialize the VM.
+func (d *driverInfra) created(ctx context.Context, s *scope, resp *driver.CreateMachineResponse, err error) (reconcile.Result, error) {
 	if err != nil {
 		return d.r.failed(s, v1alpha1.OperationCreate, driver.MethodCreateMachine, err), nil
 	}
@@ -70,6 +91,10 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 		return reconcile.Result{}, err
 	}
 	s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "created VM "+resp.ProviderID)
+	secret, err := d.r.driverSecret(ctx, s, d.class)
+	if err != nil || secret == nil {
+		return reconcile.Result{}, err
+	}
 	return d.initialize(ctx, s, secret)
 }
 
@@ -128,6 +153,16 @@ func (d *driverInfra) update(ctx context.Context, s *scope) (reconcile.Result, e
 }
 
 func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	// A create still running could make a VM after DeleteMachine found
+	// none: wait for it, and record the VM it made.
+	if d.r.creates.inFlight(s.machine.UID) {
+		return false, reconcile.Result{RequeueAfter: createWaitRequeue}, nil
+	}
+	if resp, err, ok := d.r.creates.take(s.machine.UID); ok && err == nil {
+		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.LastKnownState); err != nil {
+			return false, reconcile.Result{}, err
+		}
+	}
 	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
 	if err != nil {
 		return false, reconcile.Result{}, err

@@ -61,6 +61,7 @@ type Reconciler struct {
 	ledger   replacementLedger
 	contract contractWatches
 	failures failureMemory
+	creates  *creates
 }
 
 // Reconcile moves one Machine forward and records where it stands.
@@ -87,6 +88,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if s.gone {
 		r.failures.forget(m.UID)
+		r.creates.forget(m.UID)
+		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}
 	s.machine.Status.Phase = computePhase(s.machine)
@@ -98,6 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("patching machine status: %w", perr)
 	}
 	s.recordPhaseChange()
+	s.emitSucceeded()
 	return res, err
 }
 

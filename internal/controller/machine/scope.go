@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -32,6 +33,15 @@ type scope struct {
 	gone bool
 	// joined means the Machine became Running in this reconcile.
 	joined bool
+	// succeeded holds the operations that succeeded in this reconcile, for
+	// one Event at its end (see operation).
+	succeeded succeededOps
+}
+
+// succeededOps are successful operations waiting for their Event.
+type succeededOps struct {
+	reason       string
+	descriptions []string
 }
 
 // patchObject writes metadata and spec changes (finalizers, providerID,
@@ -77,6 +87,7 @@ func (s *scope) checkpoint(ctx context.Context) error {
 		return err
 	}
 	s.recordPhaseChange()
+	s.emitSucceeded()
 	s.original.Status = *s.machine.Status.DeepCopy()
 	return nil
 }
@@ -130,8 +141,20 @@ func (s *scope) operation(op v1alpha1.MachineOperationType, state v1alpha1.Machi
 	case v1alpha1.OperationFailed:
 		s.event(corev1.EventTypeWarning, string(op)+"Failed", description)
 	case v1alpha1.OperationSucceeded:
-		s.event(corev1.EventTypeNormal, string(op)+"Succeeded", description)
+		s.succeeded.reason = string(op) + "Succeeded"
+		s.succeeded.descriptions = append(s.succeeded.descriptions, description)
 	}
+}
+
+// emitSucceeded emits one Normal Event for the operations that succeeded
+// in this reconcile (a VM created and initialized is one Event, named
+// after the last step), once they are recorded in the status. An Event is
+// an API write: one per step would double a healthy Machine's writes.
+func (s *scope) emitSucceeded() {
+	if ops := s.succeeded; ops.reason != "" {
+		s.event(corev1.EventTypeNormal, ops.reason, strings.Join(ops.descriptions, "; "))
+	}
+	s.succeeded = succeededOps{}
 }
 
 // fail marks the Machine Failed for good; its owner replaces it.

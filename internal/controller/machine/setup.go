@@ -50,6 +50,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, IndexNodeProviderID); err != nil {
 		return err
 	}
+	r.creates = newCreates(r.Config.MaxConcurrentCreates)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&v1alpha1.Machine{}).
@@ -57,6 +58,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		Watches(&v1alpha1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentToMachines), builder.WithPredicates(pauseChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToMachines), nodeChanged())).
+		WatchesRawSource(source.Channel(r.creates.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {

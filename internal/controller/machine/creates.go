@@ -1,0 +1,128 @@
+package machine
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// creates runs CreateMachine calls off the reconcile workers. A VM create
+// can take minutes at a real provider; done inside a reconcile it would
+// hold one of the few workers all that time, and a rollout wave of a
+// hundred Machines would start ten VMs at a time. Instead the reconcile
+// starts the call here and returns; when the call ends its result waits
+// here and the Machine is enqueued again to pick it up.
+//
+// Nothing of this survives a restart, and need not: a Machine whose create
+// was in flight is looked up with GetMachineStatus again, which finds the
+// VM if the create went through, exactly as after a crash in the middle of
+// a synchronous call.
+type creates struct {
+	// slots bounds the calls running at once (the rest wait their turn in
+	// their goroutine, which costs a few KiB each).
+	slots chan struct{}
+	// wake enqueues a Machine whose call ended (a source of the controller).
+	wake chan event.GenericEvent
+
+	mu    sync.Mutex
+	calls map[types.UID]*createCall
+}
+
+// createCall is one CreateMachine call; resp and err are set once done.
+type createCall struct {
+	done bool
+	// abandoned: the Machine went away while the call ran; its result is
+	// dropped when it ends (the orphan collection deletes a VM it made).
+	abandoned bool
+	resp      *driver.CreateMachineResponse
+	err       error
+}
+
+func newCreates(concurrency int) *creates {
+	return &creates{
+		slots: make(chan struct{}, max(concurrency, 1)),
+		wake:  make(chan event.GenericEvent, 1024),
+		calls: map[types.UID]*createCall{},
+	}
+}
+
+// start runs call for m unless one is known for it already. m must be a
+// copy nobody mutates: the call reads it while the reconcile goes on. ctx
+// must outlive the reconcile (controller-runtime's reconcile context is
+// the manager's, cancelled only when the manager stops).
+func (c *creates) start(ctx context.Context, m *v1alpha1.Machine, call func(context.Context) (*driver.CreateMachineResponse, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.calls[m.UID]; ok {
+		return
+	}
+	cc := &createCall{}
+	c.calls[m.UID] = cc
+	go func() {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		var resp *driver.CreateMachineResponse
+		err := ctx.Err()
+		if err == nil {
+			resp, err = call(ctx)
+			<-c.slots
+		}
+		c.mu.Lock()
+		cc.done, cc.resp, cc.err = true, resp, err
+		abandoned := cc.abandoned
+		if abandoned {
+			delete(c.calls, m.UID)
+		}
+		c.mu.Unlock()
+		if abandoned {
+			return
+		}
+		select {
+		case c.wake <- event.GenericEvent{Object: m}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// inFlight reports whether a create for the Machine is running or waiting
+// for a slot.
+func (c *creates) inFlight(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc, ok := c.calls[uid]
+	return ok && !cc.done
+}
+
+// take returns the result of the Machine's finished create and forgets it;
+// ok is false when no finished create is known.
+func (c *creates) take(uid types.UID) (resp *driver.CreateMachineResponse, err error, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc, known := c.calls[uid]
+	if !known || !cc.done {
+		return nil, nil, false
+	}
+	delete(c.calls, uid)
+	return cc.resp, cc.err, true
+}
+
+// forget drops what is known of a Machine that is gone. A call still
+// running stays known until it ends, so that it is never started twice.
+func (c *creates) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch cc, ok := c.calls[uid]; {
+	case !ok:
+	case cc.done:
+		delete(c.calls, uid)
+	default:
+		cc.abandoned = true
+	}
+}

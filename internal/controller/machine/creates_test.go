@@ -1,0 +1,65 @@
+package machine_test
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
+)
+
+// slowCreateSpec is a sim class whose VM creates take an hour (the test
+// config's call timeout is raised above that).
+const slowCreateSpec = `{"region":"local","zones":["local-a"],"faults":{"create":{"latency":"1h"}}}`
+
+// More slow creates than the harness has machine workers do not hold the
+// workers: a Machine of a fast class still gets its VM and Node.
+func TestSlowCreatesHoldNoWorker(t *testing.T) {
+	h := newHarness(t, func(c *machine.Config) { c.DriverCallTimeout = 2 * time.Hour })
+	h.Class("slow", slowCreateSpec)
+	h.Class("fast", simSpec)
+	slow := []string{"slow-0", "slow-1", "slow-2", "slow-3", "slow-4", "slow-5"} // the harness runs 4 workers
+	for _, name := range slow {
+		h.Machine(name, "slow", nil)
+	}
+	for _, name := range slow {
+		waitCreating(h, name)
+	}
+	h.Machine("fast", "fast", nil)
+	h.WaitPhase("fast", v1alpha1.PhaseRunning, 30*time.Second)
+	for _, name := range slow {
+		if m := h.Get(name); m.Spec.ProviderID != "" || len(h.VMs(name)) != 0 {
+			t.Errorf("%s: providerID %q and %d VMs while its create is still running", name, m.Spec.ProviderID, len(h.VMs(name)))
+		}
+	}
+}
+
+// A Machine deleted while its create is in flight waits for the call, then
+// deletes the VM the call made: no VM outlives its Machine.
+func TestDeleteDuringCreateDeletesTheVM(t *testing.T) {
+	h := newHarness(t, nil)
+	h.Class("slowish", `{"region":"local","zones":["local-a"],"faults":{"create":{"latency":"3s"}}}`)
+	h.Machine("m", "slowish", nil)
+	waitCreating(h, "m")
+	h.DeleteMachine("m")
+	h.WaitGone("m")
+	// Had the deletion not waited, the create would end after the Machine
+	// is gone and leave its VM behind.
+	h.Eventually(30*time.Second, "the create to have made its VM", func() (bool, error) {
+		return len(h.Sim.Cloud().History()) == 1, nil
+	})
+	if n := len(h.VMs("m")); n != 0 {
+		t.Fatalf("%d VMs of the deleted Machine are left, want 0", n)
+	}
+}
+
+// waitCreating waits until the Machine's create call has started.
+func waitCreating(h *controllertest.Harness, name string) {
+	h.Eventually(30*time.Second, name+" to be creating its VM", func() (bool, error) {
+		c := meta.FindStatusCondition(h.Get(name).Status.Conditions, v1alpha1.InfrastructureReadyCondition)
+		return c != nil && c.Reason == machine.ReasonCreating, nil
+	})
+}
