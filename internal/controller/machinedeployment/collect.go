@@ -35,16 +35,17 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		return reconcile.Result{}, nil
 	}
 
-	list := &v1alpha1.MachineSetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace)); err != nil {
+	candidates, err := r.candidateSets(ctx, s)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	for i := range list.Items {
-		ms := &list.Items[i]
-		owner := metav1.GetControllerOf(ms)
-		matches := sel.Matches(labels.Set(ms.Labels))
+	for _, cached := range candidates {
+		owner := metav1.GetControllerOf(cached)
+		matches := sel.Matches(labels.Set(cached.Labels))
 		switch {
 		case owner != nil && owner.UID == s.md.UID:
+			// The later steps change the sets they keep in place: copies.
+			ms := cached.DeepCopy()
 			if !matches && !s.deleting {
 				if err := r.release(ctx, s, ms); err != nil {
 					return reconcile.Result{}, err
@@ -52,7 +53,8 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 				continue
 			}
 			s.sets = append(s.sets, ms)
-		case owner == nil && matches && !s.deleting && ms.DeletionTimestamp.IsZero():
+		case owner == nil && matches && !s.deleting && cached.DeletionTimestamp.IsZero():
+			ms := cached.DeepCopy()
 			if err := r.adopt(ctx, s, ms); err != nil {
 				return reconcile.Result{}, err
 			}
@@ -68,10 +70,13 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 
+	// The Machines are only counted, never changed: the cache's own objects
+	// serve, and no reconcile deep-copies every Machine of its sets.
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
 	for _, ms := range s.sets {
 		machines := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace), client.MatchingFields{machineSetOwnerIndex: ms.Name}); err != nil {
+		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
+			client.MatchingFields{machineSetOwnerIndex: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return reconcile.Result{}, err
 		}
 		for i := range machines.Items {
@@ -81,6 +86,25 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// candidateSets lists the sets the deployment controls and those without a
+// controller, which it may adopt; not every set of the namespace. They are
+// the cache's own objects: collect copies those it keeps, since a change
+// to the cache's object would corrupt the cache for every reader.
+func (r *Reconciler) candidateSets(ctx context.Context, s *scope) ([]*v1alpha1.MachineSet, error) {
+	var out []*v1alpha1.MachineSet
+	for _, key := range []string{string(s.md.UID), orphanKey} {
+		list := &v1alpha1.MachineSetList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace),
+			client.MatchingFields{setOwnerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
 }
 
 // olderSet orders sets by creation, then name, as Kubernetes orders

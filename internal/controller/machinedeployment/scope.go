@@ -37,7 +37,8 @@ type scope struct {
 
 	// sets are the owned MachineSets, oldest first, deleting ones included.
 	sets []*v1alpha1.MachineSet
-	// machines are each owned set's Machines, being deleted or not.
+	// machines are each owned set's Machines, being deleted or not. They
+	// are the cache's own objects (see collect): read only.
 	machines map[types.UID][]*v1alpha1.Machine
 	// newSet is the set of the current template; nil until it exists.
 	newSet *v1alpha1.MachineSet

@@ -26,6 +26,13 @@ const (
 	deploymentClassIndex = "machinedeployment.spec.template.spec.class.name"
 	// setClassIndex indexes MachineSets by their template's MachineClass.
 	setClassIndex = "machinedeployment.machineset.spec.template.spec.class.name"
+	// setOwnerIndex indexes MachineSets by their controller's UID, those
+	// without one under orphanKey: a reconcile lists its own sets and the
+	// orphans it may adopt, not every set of the namespace.
+	setOwnerIndex = "machinedeployment.machineset.controller.uid"
+	// orphanKey is the setOwnerIndex value of sets without a controller.
+	// No UID looks like it; collect checks the owner anyway.
+	orphanKey = "<no-controller>"
 )
 
 // SetupWithManager registers the controller with mgr.
@@ -36,6 +43,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			return []string{ref.Name}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &v1alpha1.MachineSet{}, setOwnerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return []string{orphanKey}
 	}); err != nil {
 		return err
 	}
@@ -80,7 +95,8 @@ func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []re
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
 	}
 	mds := &v1alpha1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace())); err != nil {
+	// Read only: the cache's objects, not copies.
+	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -138,14 +154,17 @@ func (r *Reconciler) classToDeployments(ctx context.Context, o client.Object) []
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
 		}
 	}
+	// Read only: the cache's objects, not copies.
 	mds := &v1alpha1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace()), client.MatchingFields{deploymentClassIndex: o.GetName()}); err == nil {
+	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace()), client.MatchingFields{deploymentClassIndex: o.GetName()},
+		client.UnsafeDisableDeepCopy); err == nil {
 		for _, md := range mds.Items {
 			add(client.ObjectKeyFromObject(&md))
 		}
 	}
 	sets := &v1alpha1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.MatchingFields{setClassIndex: o.GetName()}); err == nil {
+	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.MatchingFields{setClassIndex: o.GetName()},
+		client.UnsafeDisableDeepCopy); err == nil {
 		for _, ms := range sets.Items {
 			for _, req := range r.setToDeployments(ctx, &ms) {
 				add(req.NamespacedName)

@@ -240,6 +240,28 @@ func TestAdoptionReleaseAndInPlacePropagation(t *testing.T) {
 		return metav1.GetControllerOf(h.Get("orphan")) == nil, nil
 	})
 	waitReady(h, "adopt", 2, 60*time.Second)
+
+	// It matches again, now that the set runs: adopted again (found among
+	// the orphans, not the set's own Machines), and, with the higher
+	// priority, kept while the set scales back down to 2.
+	m = h.Get("orphan")
+	mpatch = client.MergeFrom(m.DeepCopy())
+	m.Labels["set"] = "adopt"
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[v1alpha1.PriorityAnnotation] = "10"
+	if err := controllertest.Env.Client.Patch(context.Background(), m, mpatch); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually(30*time.Second, "the second adoption", func() (bool, error) {
+		ref := metav1.GetControllerOf(h.Get("orphan"))
+		return ref != nil && ref.Name == "adopt", nil
+	})
+	waitReady(h, "adopt", 2, 60*time.Second)
+	if m := h.Get("orphan"); !m.DeletionTimestamp.IsZero() {
+		t.Errorf("the adopted Machine with the higher priority was deleted on scale-down")
+	}
 	_ = orphan
 }
 

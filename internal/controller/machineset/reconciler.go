@@ -98,6 +98,7 @@ type scope struct {
 	now      time.Time
 
 	// owned are the MachineSet's Machines by name, deleting ones included.
+	// They may be the cache's own objects: read them, change copies.
 	owned map[string]*v1alpha1.Machine
 	// replicaFailure is why the last create or delete failed, if it did.
 	replicaFailure string
@@ -105,28 +106,41 @@ type scope struct {
 
 // collect lists the MachineSet's Machines, adopting orphans that match its
 // selector and releasing owned Machines that no longer match.
+//
+// s.owned holds the cache's own objects, not copies: a reconcile mostly
+// only reads them, and deep-copying every Machine on every reconcile cost
+// 28–40 % of the manager's CPU at a few thousand Machines. Whatever changes
+// a Machine (adopt, release, deleteMachine) changes a copy: a change to the
+// cache's object would corrupt the cache for every reader.
 func (r *Reconciler) collect(ctx context.Context, s *scope) error {
-	list := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace)); err != nil {
-		return err
+	var candidates []*v1alpha1.Machine
+	for _, key := range []string{string(s.ms.UID), orphanKey} {
+		list := &v1alpha1.MachineList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace),
+			client.MatchingFields{machineOwnerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			candidates = append(candidates, &list.Items[i])
+		}
 	}
 	s.owned = map[string]*v1alpha1.Machine{}
-	for i := range list.Items {
-		m := &list.Items[i]
+	for _, m := range candidates {
 		owner := metav1.GetControllerOf(m)
 		matches := s.selector.Matches(labels.Set(m.Labels))
 		switch {
 		case owner != nil && owner.UID == s.ms.UID && matches:
 			s.owned[m.Name] = m
 		case owner != nil && owner.UID == s.ms.UID:
-			if err := r.release(ctx, s, m); err != nil {
+			if err := r.release(ctx, s, m.DeepCopy()); err != nil {
 				return err
 			}
 		case owner == nil && matches && m.DeletionTimestamp.IsZero():
-			if err := r.adopt(ctx, s, m); err != nil {
+			adopted := m.DeepCopy()
+			if err := r.adopt(ctx, s, adopted); err != nil {
 				return err
 			}
-			s.owned[m.Name] = m
+			s.owned[m.Name] = adopted
 		}
 	}
 	return nil
@@ -276,7 +290,11 @@ func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Ma
 	}
 	s.log.Info("deleting machine", "machine", m.Name, "why", why)
 	r.event(s.ms, corev1.EventTypeNormal, "MachineDeleted", "deleting Machine "+m.Name+": "+why)
-	m.DeletionTimestamp = nowPtr(s.now) // counts as deleting for the status below
+	// Counts as deleting for the status below. m may be the cache's object
+	// (see collect): mark a copy.
+	deleting := m.DeepCopy()
+	deleting.DeletionTimestamp = nowPtr(s.now)
+	s.owned[m.Name] = deleting
 	return nil
 }
 
@@ -314,6 +332,9 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 		}
 	}
 	m.OwnerReferences = []metav1.OwnerReference{ownerRef(ms)}
+	// With the finalizer from the start, the machine controller needs no
+	// write of its own to add it: one API call less per Machine.
+	m.Finalizers = []string{v1alpha1.MachineFinalizer}
 	m.Spec = *t.Spec.DeepCopy()
 	if m.Spec.ClusterName == "" {
 		m.Spec.ClusterName = ms.Spec.ClusterName

@@ -15,8 +15,23 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
+// Keys of the index on Machines by controller: a reconcile lists its own
+// Machines and the orphans it may adopt, not every Machine of the namespace.
+const (
+	// machineOwnerIndex indexes Machines by their controller's UID. By UID,
+	// not name: a set's Machines are those whose controller UID is its own,
+	// and a namesake set deleted earlier must not show its Machines.
+	machineOwnerIndex = "machineset.controller.uid"
+	// orphanKey is the index value of Machines without a controller. No UID
+	// looks like it; collect checks the owner anyway.
+	orphanKey = "<no-controller>"
+)
+
 // SetupWithManager registers the controller with mgr.
-func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Machine{}, machineOwnerIndex, controllerUID); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineset").
 		For(&v1alpha1.MachineSet{}).
@@ -35,7 +50,8 @@ func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []recon
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
 	}
 	sets := &v1alpha1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace())); err != nil {
+	// Read only: the cache's objects, not copies.
+	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
@@ -46,4 +62,12 @@ func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []recon
 		}
 	}
 	return reqs
+}
+
+// controllerUID is the machineOwnerIndex value of a Machine.
+func controllerUID(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return []string{orphanKey}
 }
