@@ -156,7 +156,7 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 	r.ledger.mu.Lock()
 	defer r.ledger.mu.Unlock()
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(m.Namespace), group); err != nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(m.Namespace), group, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return false, "", err
 	}
 	groupKey := m.Namespace + "/" + fmt.Sprint(group)

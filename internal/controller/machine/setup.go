@@ -85,12 +85,12 @@ func (r *Reconciler) deploymentToMachines(ctx context.Context, o client.Object) 
 
 func (r *Reconciler) classToMachines(ctx context.Context, o client.Object) []reconcile.Request {
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingFields{MachineClassIndex: o.GetName()}); err != nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingFields{MachineClassIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(machines.Items))
-	for _, m := range machines.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	for i := range machines.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
 	}
 	return reqs
 }
@@ -108,12 +108,12 @@ func (r *Reconciler) nodeToMachines(ctx context.Context, node *corev1.Node) []re
 		return nil
 	}
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.MatchingFields{MachineProviderIDIndex: node.Spec.ProviderID}); err != nil {
+	if err := r.Client.List(ctx, machines, client.MatchingFields{MachineProviderIDIndex: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(machines.Items))
-	for _, m := range machines.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+	for i := range machines.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
 	}
 	return reqs
 }

@@ -20,15 +20,7 @@ import (
 func TestMachinesAreCreatedWithTheFinalizer(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
-	wc, err := client.NewWithWatch(controllertest.Env.Config, client.Options{Scheme: controllertest.Env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &v1alpha1.MachineList{}, client.InNamespace(h.NS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watchMachines(h)
 	set(h, "fin", 3, "small", nil)
 	timeout := time.After(60 * time.Second)
 	for added := 0; added < 3; {
@@ -49,4 +41,20 @@ func TestMachinesAreCreatedWithTheFinalizer(t *testing.T) {
 			t.Fatalf("only %d of 3 Machines were created in 60s", added)
 		}
 	}
+}
+
+// watchMachines watches the harness namespace's Machines from the API
+// server itself, so that every creation is seen; stopped with the test.
+func watchMachines(h *controllertest.Harness) watch.Interface {
+	h.T.Helper()
+	wc, err := client.NewWithWatch(controllertest.Env.Config, client.Options{Scheme: controllertest.Env.Scheme})
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &v1alpha1.MachineList{}, client.InNamespace(h.NS))
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	h.T.Cleanup(w.Stop)
+	return w
 }

@@ -130,15 +130,7 @@ func TestScaleUpAndDownByVictimOrder(t *testing.T) {
 func TestNoCreateStormFromAStaleCache(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
-	wc, err := client.NewWithWatch(controllertest.Env.Config, client.Options{Scheme: controllertest.Env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &v1alpha1.MachineList{}, client.InNamespace(h.NS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
+	w := watchMachines(h)
 	created := map[string]bool{}
 	var mu sync.Mutex
 	go func() {
