@@ -100,21 +100,23 @@ func (c *creates) inFlight(uid types.UID) bool {
 	return ok && !cc.done
 }
 
-// take returns the result of the Machine's finished create and forgets it;
-// ok is false when no finished create is known.
-func (c *creates) take(uid types.UID) (resp *driver.CreateMachineResponse, err error, ok bool) {
+// result returns the result of the Machine's finished create; ok is false
+// when no finished create is known. The result stays until forget: it is
+// only safe to drop once the Machine's status records it, since a status
+// write that fails must be redone from it.
+func (c *creates) result(uid types.UID) (resp *driver.CreateMachineResponse, err error, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cc, known := c.calls[uid]
 	if !known || !cc.done {
 		return nil, nil, false
 	}
-	delete(c.calls, uid)
 	return cc.resp, cc.err, true
 }
 
-// forget drops what is known of a Machine that is gone. A call still
-// running stays known until it ends, so that it is never started twice.
+// forget drops the finished create of a Machine whose status now records
+// it, or that is gone. A call still running stays known until it ends, so
+// that it is never started twice.
 func (c *creates) forget(uid types.UID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

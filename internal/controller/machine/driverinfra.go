@@ -34,7 +34,8 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	if d.r.creates.inFlight(s.machine.UID) {
 		return reconcile.Result{}, nil // its end enqueues the Machine
 	}
-	if resp, err, ok := d.r.creates.take(s.machine.UID); ok {
+	if resp, err, ok := d.r.creates.result(s.machine.UID); ok {
+		s.createRecorded = true
 		return d.created(ctx, s, resp, err)
 	}
 	if wait := d.r.retryWait(s); wait > 0 {
@@ -158,7 +159,8 @@ func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Res
 	if d.r.creates.inFlight(s.machine.UID) {
 		return false, reconcile.Result{RequeueAfter: createWaitRequeue}, nil
 	}
-	if resp, err, ok := d.r.creates.take(s.machine.UID); ok && err == nil {
+	if resp, err, ok := d.r.creates.result(s.machine.UID); ok && err == nil {
+		s.createRecorded = true
 		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.LastKnownState); err != nil {
 			return false, reconcile.Result{}, err
 		}

@@ -70,6 +70,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if _, _, ok := r.creates.result(m.UID); ok {
+		// Woken by the end of its create, most likely before the cache has
+		// seen the status written when the create started: a status
+		// computed from the cache would conflict (see scope.patch).
+		if err := r.APIReader.Get(ctx, req.NamespacedName, m); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	s := r.newScope(ctx, m)
 	why, err := r.pausedBy(ctx, m)
 	if err != nil {
@@ -98,7 +106,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil
 		}
+		if apierrors.IsConflict(perr) {
+			// Read from a cache behind the Machine (see scope.patch): redo.
+			s.log.V(1).Info("machine changed since it was read; reconciling again")
+			return reconcile.Result{Requeue: true}, nil
+		}
 		return reconcile.Result{}, fmt.Errorf("patching machine status: %w", perr)
+	}
+	if s.createRecorded {
+		r.creates.forget(m.UID)
 	}
 	s.recordPhaseChange()
 	s.emitSucceeded()

@@ -36,6 +36,9 @@ type scope struct {
 	// succeeded holds the operations that succeeded in this reconcile, for
 	// one Event at its end (see operation).
 	succeeded succeededOps
+	// createRecorded: this reconcile records the result of a finished
+	// CreateMachine call, which may be dropped once the status is written.
+	createRecorded bool
 }
 
 // succeededOps are successful operations waiting for their Event.
@@ -71,13 +74,12 @@ func (s *scope) patch(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(s.original.Status, s.machine.Status) {
 		return nil
 	}
-	// The same resourceVersion on both sides keeps it out of the patch: the
-	// machine controller alone writes a Machine's status (one worker per
-	// Machine), so the last write is the right one and a conflict would
-	// only be noise.
-	base := s.original.DeepCopy()
-	base.ResourceVersion = s.machine.ResourceVersion
-	return s.r.Client.Status().Patch(ctx, s.machine, client.MergeFrom(base))
+	// Only on the version this reconcile read: the cache may be older than
+	// this controller's own last write (a reconcile woken by the Node patch
+	// of the one before it), and a status computed from that would undo
+	// the newer one — a Running Machine put back to Provisioned. The
+	// conflict makes the reconcile start over from fresh state.
+	return s.r.Client.Status().Patch(ctx, s.machine, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
 }
 
 // checkpoint writes everything now, in the middle of a reconcile.
