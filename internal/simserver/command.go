@@ -26,7 +26,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Name, "name", o.Name, "the driver's name, as MachineClass spec.provider names it")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text or json")
-	fs.BoolVar(&o.InfraController, "infra-controller", o.InfraController, "also run the SimMachine controller (infrastructure.millwright.dev, a contract provider) on the cluster of --kubeconfig, making its VMs in this sim's cloud")
+	fs.BoolVar(&o.InfraController, "infra-controller", o.InfraController, "also run the SimMachine controller (infrastructure.millwright.dev, a contract provider) on the cluster of --kubeconfig, making its VMs in this sim's cloud, and the SimMachineTemplate controller, which fills the templates' status.capacity")
 	fs.IntVar(&o.InfraWorkers, "infra-workers", o.InfraWorkers, "SimMachines reconciled concurrently (with --infra-controller)")
 }
 

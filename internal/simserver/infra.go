@@ -15,11 +15,14 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/internal/provider/sim/simmachine"
+	"github.com/millwright-dev/millwright/internal/provider/sim/simmachinetemplate"
 )
 
 // newInfraManager is a controller-runtime manager running the SimMachine
 // controller on s, the very cloud the gRPC driver serves, so faults,
-// outages and the admin API apply to SimMachine VMs too. One sim runs per
+// outages and the admin API apply to SimMachine VMs too, and the
+// SimMachineTemplate controller, which fills the templates'
+// status.capacity for scale-from-zero. One sim runs per
 // cloud, so there is no leader election; metrics stay off, as the sim
 // serves none.
 func newInfraManager(cfg *rest.Config, s *sim.Sim, workers int, log *slog.Logger) (ctrl.Manager, error) {
@@ -46,6 +49,12 @@ func newInfraManager(cfg *rest.Config, s *sim.Sim, workers int, log *slog.Logger
 	}
 	if err := r.SetupWithManager(mgr, workers); err != nil {
 		return nil, fmt.Errorf("SimMachine controller: %w", err)
+	}
+	// The template controller needs no cloud: a template's capacity
+	// follows from its instance type alone.
+	tr := &simmachinetemplate.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("millwright-sim")}
+	if err := tr.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("SimMachineTemplate controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -103,6 +103,8 @@ var wantGrants = slices.Concat(
 	// The sim's SimMachine controller (--infra-controller).
 	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachines", "get;list;watch;patch"),
 	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachines/status", "patch"),
+	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachinetemplates", "get;list;watch"),
+	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachinetemplates/status", "patch"),
 	grants("ClusterRole millwright-sim", mwGroup, "machines", "get;list;watch"),
 	grants("ClusterRole millwright-sim", "", "secrets", "get"),
 	grants("ClusterRole millwright-sim", "events.k8s.io", "events", "create;patch"),

@@ -28,8 +28,10 @@ type SimMachineTemplateSpec struct {
 // SimMachineTemplateStatus is the observed state of a SimMachineTemplate.
 type SimMachineTemplateStatus struct {
 	// Capacity is what a Node made from this template has (cpu, memory,
-	// ephemeral-storage, pods), for scale-from-zero. Not filled by any
-	// controller yet; readers compute it from the instance type until it is.
+	// ephemeral-storage, pods), for scale-from-zero: the resources of
+	// providerSpec.instanceType. Filled by the SimMachineTemplate controller
+	// of millwright-sim (--infra-controller); empty while that does not run
+	// or when the sim refuses the providerSpec (a Warning Event says why).
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 }

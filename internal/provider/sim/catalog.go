@@ -48,3 +48,11 @@ func (t InstanceType) Resources() corev1.ResourceList {
 		corev1.ResourcePods:             resource.MustParse(t.Pods),
 	}
 }
+
+// LookupInstanceType returns the instance type of that name, for code
+// outside the sim that must know a VM's resources before one exists (the
+// SimMachineTemplate controller's status.capacity).
+func LookupInstanceType(name string) (InstanceType, bool) {
+	t, ok := instanceTypes[name]
+	return t, ok
+}
