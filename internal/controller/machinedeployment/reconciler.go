@@ -63,6 +63,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil
 		}
+		if apierrors.IsConflict(perr) {
+			// Read from a cache behind the deployment (our own last
+			// write, most often): decide again from what is there.
+			s.log.V(1).Info("status write conflict, retrying", "error", perr.Error())
+			return reconcile.Result{RequeueAfter: conflictRetry}, err
+		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}
 	return res, err

@@ -32,6 +32,10 @@ import (
 // in creation at once.
 const DefaultMaxCreationWindow = 256
 
+// conflictRetry is how soon a reconcile whose status write lost a race
+// runs again.
+const conflictRetry = 200 * time.Millisecond
+
 // Reconciler reconciles MachineSets.
 type Reconciler struct {
 	// Client reads (from the cache) and writes the control cluster.
@@ -81,7 +85,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return res, err
 	}
 	statusRes := r.updateStatus(s)
-	if err := r.Client.Status().Patch(ctx, s.ms, client.MergeFrom(s.original)); err != nil {
+	// Only on the version read: a reconcile that read the cache before the
+	// previous one's status arrived must not write its older counts over
+	// newer ones (the MachineDeployment scales old sets down by the
+	// available count). A conflict means: decide again from fresh state.
+	err = r.Client.Status().Patch(ctx, s.ms, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		s.log.V(1).Info("MachineSet changed since it was read; reconciling again")
+		return reconcile.Result{RequeueAfter: conflictRetry}, scaleErr
+	}
+	if err != nil {
 		return res, client.IgnoreNotFound(err)
 	}
 	return requeue.Soonest(res, statusRes), scaleErr
