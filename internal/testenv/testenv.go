@@ -5,10 +5,10 @@ package testenv
 
 import (
 	"fmt"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"path/filepath"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -34,17 +34,14 @@ type Env struct {
 }
 
 // Scheme returns a scheme with the core Kubernetes kinds, CRDs (tests
-// register contract providers' kinds) and Millwright's.
-func Scheme() *runtime.Scheme {
+// register contract providers' kinds), Millwright's, and those of more
+// (a provider's AddToScheme).
+func Scheme(more ...func(*runtime.Scheme) error) *runtime.Scheme {
 	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err) // static registration; cannot fail at run time
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme}, more...) {
+		if err := add(s); err != nil {
+			panic(err) // static registration; cannot fail at run time
+		}
 	}
 	return s
 }

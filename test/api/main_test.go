@@ -4,7 +4,6 @@
 package api_test
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -14,15 +13,5 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.Run(m, func(e *testenv.Env) error { env = e; return nil }))
 }

@@ -1,0 +1,64 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// Run is the body of a TestMain: it starts a control plane, hands it to
+// ready (which keeps what the package's tests need, and may fail), runs
+// the tests and stops the control plane. It returns the exit code:
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Run(m, func(e *testenv.Env) error { env = e; return nil })) }
+func Run(m *testing.M, ready func(*Env) error) int {
+	env, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping control plane:", err)
+		}
+	}()
+	if err := ready(env); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// StartManager runs a controller-runtime manager on the control plane, with
+// scheme and what setup registers, until the test ends. Metrics are off
+// and controller names may repeat, since every test makes its own.
+func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:     scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+}
