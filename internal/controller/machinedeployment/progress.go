@@ -87,7 +87,14 @@ func updateProgressing(st *v1alpha1.MachineDeploymentStatus, in progressInput) t
 		return 0
 	}
 	// A little past the deadline, so that the next look finds it passed.
-	return max(c.LastTransitionTime.Add(*in.Deadline).Sub(in.Now), 0) + 100*time.Millisecond
+	return max(deadlineOf(c, *in.Deadline).Sub(in.Now), 0) + 100*time.Millisecond
+}
+
+// deadlineOf is when the rollout times out: deadline after the last
+// progress, counted from the end of the second the condition records
+// (the API keeps whole seconds), so that it is never declared early.
+func deadlineOf(c *metav1.Condition, deadline time.Duration) time.Time {
+	return c.LastTransitionTime.Truncate(time.Second).Add(time.Second + deadline)
 }
 
 // progressed reports whether the rollout moved since the old status: more
@@ -108,7 +115,7 @@ func timedOut(c *metav1.Condition, deadline *time.Duration, now time.Time) bool 
 	case deadline == nil:
 		return false
 	}
-	return c.LastTransitionTime.Add(*deadline).Before(now)
+	return !now.Before(deadlineOf(c, *deadline))
 }
 
 // availableCondition is True while at least replicas − maxUnavailable
