@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -61,4 +63,21 @@ func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl
 			t.Errorf("manager: %v", err)
 		}
 	})
+}
+
+// Consistently polls cond every 100ms for d and fails the test as soon as
+// it is false or errs: the check that something does not happen, without
+// sleeping through the window blind.
+func Consistently(t testing.TB, d time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		if err == nil && !ok {
+			return false, fmt.Errorf("no longer %s", what)
+		}
+		return false, err
+	})
+	if !wait.Interrupted(err) {
+		t.Fatalf("during %s: %v", d, err)
+	}
 }

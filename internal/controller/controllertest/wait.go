@@ -2,7 +2,6 @@ package controllertest
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // Create creates obj or fails the test.
@@ -45,16 +45,7 @@ func (h *Harness) Eventually(timeout time.Duration, what string, cond func() (bo
 // it is false or errs: the check that something does not happen.
 func (h *Harness) Consistently(d time.Duration, what string, cond func() (bool, error)) {
 	h.T.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		if err == nil && !ok {
-			return false, fmt.Errorf("no longer %s", what)
-		}
-		return false, err
-	})
-	if !wait.Interrupted(err) {
-		h.T.Fatalf("during %s: %v", d, err)
-	}
+	testenv.Consistently(h.T, d, what, cond)
 }
 
 // WaitPhase waits until the Machine Prefix+name reaches phase and returns it.
