@@ -108,13 +108,18 @@ func TestContractProviderFailureAndPause(t *testing.T) {
 		return false, fmt.Errorf("no Machine seen Failed:\n%s", s.describeMachines())
 	})
 	t.Logf("Machine %s was Failed by its SimMachine's terminal failure", failed)
+	// Its replacement fails as fast (within a second, between two polls),
+	// so it too is looked for among the Machines the recorder saw: one it
+	// had not seen when the failure was found.
+	seenBefore := rec.machineNames()
 	s.eventually(2*time.Minute, "the Failed Machine to be replaced by its MachineSet", func() (bool, error) {
 		ms, err := s.machines()
 		if err != nil {
 			return false, err
 		}
 		replaced := !slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return m.Name == failed })
-		return replaced && len(ms) > 0, fmt.Errorf("replaced %t, %d Machines", replaced, len(ms))
+		successor := slices.ContainsFunc(rec.machineNames(), func(name string) bool { return !slices.Contains(seenBefore, name) })
+		return replaced && successor, fmt.Errorf("failed Machine gone %t, a successor seen %t", replaced, successor)
 	})
 
 	s.rollToSimTemplate("sim-a")
