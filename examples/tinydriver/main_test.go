@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,4 +41,22 @@ func TestTinyDriverConforms(t *testing.T) {
 		Class:        class(`{}`),
 		InvalidClass: class(`not json`),
 	})
+}
+
+// TestREADMEShowsThisFile checks the README's "Write a driver" snippet is
+// this driver's code, from its type to main, so the code readers copy is
+// the code the conformance suite passes.
+func TestREADMEShowsThisFile(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src[bytes.Index(src, []byte("type tiny struct")):])
+	if !strings.Contains(string(readme), "```go\n"+body+"```\n") {
+		t.Fatalf("README.md's tinydriver snippet is not examples/tinydriver/main.go from `type tiny struct` on; paste this:\n%s", body)
+	}
 }

@@ -74,6 +74,59 @@ func (s *suite) testConcurrentCreates(t *testing.T, info *driver.GetPluginInfoRe
 	}
 }
 
+// testNamespaces creates Machines of one name in two namespaces (each with
+// its class of the same name there): Machines are namespaced, so these are
+// two Machines and must get two VMs, which register as two Nodes (Nodes are
+// not namespaced). A driver keying its VMs by Machine name alone hands the
+// second Machine the first one's VM, and deleting either deletes both.
+func (s *suite) testNamespaces(t *testing.T, info *driver.GetPluginInfoResponse) {
+	other := s.Class.DeepCopy()
+	other.Namespace = s.Class.Namespace + "-other"
+	first := s.machine(t)
+	second := s.machineIn(t, other, first.Name)
+	call := func(m *v1alpha1.Machine, class *v1alpha1.MachineClass) (*driver.CreateMachineResponse, error) {
+		ctx, cancel := s.ctx()
+		defer cancel()
+		return s.Driver.CreateMachine(ctx, &driver.CreateMachineRequest{Machine: m, MachineClass: class, Secret: s.Secret})
+	}
+	a, err := call(first, s.Class)
+	if err != nil {
+		t.Fatalf("CreateMachine(%s/%s): %v", first.Namespace, first.Name, err)
+	}
+	b, err := call(second, other)
+	if err != nil {
+		t.Fatalf("CreateMachine(%s/%s): %v", second.Namespace, second.Name, err)
+	}
+	if a.ProviderID == b.ProviderID {
+		t.Fatalf("Machines %s/%s and %s/%s got one VM %q: two Machines share a VM (key VMs by namespace and name, or UID)",
+			first.Namespace, first.Name, second.Namespace, second.Name, a.ProviderID)
+	}
+	if a.NodeName != "" && a.NodeName == b.NodeName {
+		t.Fatalf("Machines %s/%s and %s/%s both get Node %q: two VMs would register as one Node",
+			first.Namespace, first.Name, second.Namespace, second.Name, a.NodeName)
+	}
+	if err := s.delete(t, first); err != nil {
+		t.Fatalf("DeleteMachine(%s/%s): %v", first.Namespace, first.Name, err)
+	}
+	again, err := call(second, other)
+	if err != nil {
+		t.Fatalf("CreateMachine(%s/%s) after deleting %s/%s: %v", second.Namespace, second.Name, first.Namespace, first.Name, err)
+	}
+	if again.ProviderID != b.ProviderID {
+		t.Fatalf("deleting %s/%s took %s/%s's VM %q with it (a create now makes %q)",
+			first.Namespace, first.Name, second.Namespace, second.Name, b.ProviderID, again.ProviderID)
+	}
+	if implements(info, driver.MethodGetMachineStatus) {
+		ctx, cancel := s.ctx()
+		defer cancel()
+		got, err := s.Driver.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: second, MachineClass: other, Secret: s.Secret})
+		if err != nil || got.ProviderID != b.ProviderID {
+			t.Fatalf("GetMachineStatus(%s/%s) after deleting %s/%s: %v, %v; want providerID %q",
+				second.Namespace, second.Name, first.Namespace, first.Name, got, err, b.ProviderID)
+		}
+	}
+}
+
 func (s *suite) testDeleteAbsent(t *testing.T) {
 	m := s.machine(t)
 	if err := s.delete(t, m); err != nil {

@@ -11,7 +11,8 @@
 //	}
 //
 // It checks the promises Millwright relies on: create is idempotent per
-// Machine (never a second VM), deleting an absent VM is OK, an unknown
+// Machine (never a second VM), two Machines of one name in two namespaces
+// are two VMs with two Nodes, deleting an absent VM is OK, an unknown
 // Machine is NotFound, ListMachines agrees with create and delete,
 // unimplemented optional methods say Unimplemented, a bad providerSpec is
 // InvalidArgument with a message, and expired or cancelled contexts are
@@ -64,6 +65,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("PluginInfo", func(t *testing.T) { s.testPluginInfo(t, info) })
 	t.Run("CreateIsIdempotent", s.testCreateIsIdempotent)
 	t.Run("ConcurrentCreatesMakeOneVM", func(t *testing.T) { s.testConcurrentCreates(t, info) })
+	t.Run("OneNameInTwoNamespacesIsTwoMachines", func(t *testing.T) { s.testNamespaces(t, info) })
 	t.Run("DeleteOfAbsentVMIsOK", s.testDeleteAbsent)
 	t.Run("DeleteRemovesTheVM", func(t *testing.T) { s.testDeleteRemoves(t, info) })
 	t.Run("UnknownMachineIsNotFound", func(t *testing.T) { s.testUnknownNotFound(t, info) })
@@ -87,15 +89,22 @@ func (s *suite) machine(t *testing.T) *v1alpha1.Machine {
 	s.seq++
 	name := fmt.Sprintf("%s-%d", s.prefix, s.seq)
 	s.mu.Unlock()
+	return s.machineIn(t, s.Class, name)
+}
+
+// machineIn returns a Machine of the given name in class's namespace, with a
+// UID of its own, and deletes its VM when the test ends.
+func (s *suite) machineIn(t *testing.T, class *v1alpha1.MachineClass, name string) *v1alpha1.Machine {
 	m := &v1alpha1.Machine{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Machine"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Class.Namespace, UID: types.UID("uid-" + name)},
-		Spec:       v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: s.Class.Name}},
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Machine"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: class.Namespace,
+			UID: types.UID("uid-" + class.Namespace + "-" + name)},
+		Spec: v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: class.Name}},
 	}
 	t.Cleanup(func() {
 		ctx, cancel := s.ctx()
 		defer cancel()
-		_, _ = s.Driver.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
+		_, _ = s.Driver.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: m, MachineClass: class, Secret: s.Secret})
 	})
 	return m
 }

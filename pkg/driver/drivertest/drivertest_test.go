@@ -19,15 +19,33 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver/drivertest"
 )
 
-// memDriver is the smallest correct driver: VMs in a map keyed by machine
-// name. It shows the suite passes a driver that keeps the contract.
+// memDriver is the smallest correct driver: VMs in a map keyed by the
+// Machine's namespace and name. It shows the suite passes a driver that
+// keeps the contract.
 type memDriver struct {
 	driver.UnimplementedDriver
 	mu  sync.Mutex
-	vms map[string]string // machine name -> providerID
+	vms map[string]string // Machine key -> providerID
 	// breakIdempotency makes every create a new VM, the bug the suite must catch.
 	breakIdempotency bool
-	creates          int
+	// keyByName keys VMs by Machine name alone, so Machines of one name in
+	// two namespaces share a VM: the other bug the suite must catch.
+	keyByName bool
+	creates   int
+}
+
+func (d *memDriver) key(m *v1alpha1.Machine) string {
+	if d.keyByName {
+		return m.Name
+	}
+	return m.Namespace + "/" + m.Name
+}
+
+func (d *memDriver) nodeName(m *v1alpha1.Machine) string {
+	if d.keyByName {
+		return m.Name
+	}
+	return m.Namespace + "." + m.Name
 }
 
 type spec struct {
@@ -45,13 +63,13 @@ func (d *memDriver) CreateMachine(ctx context.Context, req *driver.CreateMachine
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.creates++
-	id, ok := d.vms[req.Machine.Name]
+	id, ok := d.vms[d.key(req.Machine)]
 	if !ok || d.breakIdempotency {
-		sum := sha256.Sum256([]byte(req.Machine.Name + strings.Repeat("x", d.creates*boolInt(d.breakIdempotency))))
+		sum := sha256.Sum256([]byte(d.key(req.Machine) + strings.Repeat("x", d.creates*boolInt(d.breakIdempotency))))
 		id = "mem://" + hex.EncodeToString(sum[:6])
-		d.vms[req.Machine.Name] = id
+		d.vms[d.key(req.Machine)] = id
 	}
-	return &driver.CreateMachineResponse{ProviderID: id, NodeName: req.Machine.Name}, nil
+	return &driver.CreateMachineResponse{ProviderID: id, NodeName: d.nodeName(req.Machine)}, nil
 }
 
 func boolInt(b bool) int {
@@ -64,26 +82,26 @@ func boolInt(b bool) int {
 func (d *memDriver) DeleteMachine(_ context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	delete(d.vms, req.Machine.Name)
+	delete(d.vms, d.key(req.Machine))
 	return &driver.DeleteMachineResponse{}, nil
 }
 
 func (d *memDriver) GetMachineStatus(_ context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	id, ok := d.vms[req.Machine.Name]
+	id, ok := d.vms[d.key(req.Machine)]
 	if !ok {
-		return nil, driver.Errorf(driver.NotFound, "no VM for machine %s", req.Machine.Name)
+		return nil, driver.Errorf(driver.NotFound, "no VM for machine %s", d.key(req.Machine))
 	}
-	return &driver.GetMachineStatusResponse{ProviderID: id, NodeName: req.Machine.Name}, nil
+	return &driver.GetMachineStatusResponse{ProviderID: id, NodeName: d.nodeName(req.Machine)}, nil
 }
 
 func (d *memDriver) ListMachines(context.Context, *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := map[string]string{}
-	for name, id := range d.vms {
-		out[id] = name
+	for key, id := range d.vms {
+		out[id] = key[strings.LastIndex(key, "/")+1:]
 	}
 	return &driver.ListMachinesResponse{MachineList: out}, nil
 }
@@ -108,6 +126,32 @@ func TestSuitePassesACorrectDriver(t *testing.T) {
 	drivertest.Run(t, config(&memDriver{vms: map[string]string{}}))
 }
 
+// TestSuiteCatchesMachinesSharingAVM runs the suite against a driver that
+// keys VMs by Machine name alone, in a child process, and expects it to fail.
+func TestSuiteCatchesMachinesSharingAVM(t *testing.T) {
+	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
+		drivertest.Run(t, config(&memDriver{vms: map[string]string{}, keyByName: true}))
+		return
+	}
+	out := runBroken(t, "TestSuiteCatchesMachinesSharingAVM")
+	if !strings.Contains(out, "two Machines share a VM") {
+		t.Fatalf("the suite failed, but not on Machines sharing a VM:\n%s", out)
+	}
+}
+
+// runBroken runs test in a child process with DRIVERTEST_BROKEN=1, expects
+// it to fail and returns its output.
+func runBroken(t *testing.T, test string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "DRIVERTEST_BROKEN=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the suite passed a broken driver:\n%s", out)
+	}
+	return string(out)
+}
+
 // TestSuiteCatchesTwoVMsForOneMachine runs the suite against a driver that
 // creates a new VM on every call, in a child process, and expects it to fail.
 func TestSuiteCatchesTwoVMsForOneMachine(t *testing.T) {
@@ -115,13 +159,8 @@ func TestSuiteCatchesTwoVMsForOneMachine(t *testing.T) {
 		drivertest.Run(t, config(&memDriver{vms: map[string]string{}, breakIdempotency: true}))
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSuiteCatchesTwoVMsForOneMachine$")
-	cmd.Env = append(os.Environ(), "DRIVERTEST_BROKEN=1")
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("the suite passed a driver that makes two VMs for one Machine:\n%s", out)
-	}
-	if !strings.Contains(string(out), "two VMs for one Machine") {
+	out := runBroken(t, "TestSuiteCatchesTwoVMsForOneMachine")
+	if !strings.Contains(out, "two VMs for one Machine") {
 		t.Fatalf("the suite failed, but not on idempotency:\n%s", out)
 	}
 }
