@@ -31,7 +31,10 @@ func (h *Harness) Get(name string) *v1alpha1.Machine {
 	return m
 }
 
-// Eventually polls cond every 100ms until it is true or timeout passes.
+// Eventually polls cond every 100ms until it is true or timeout passes. It
+// checks cond at once and returns as soon as it holds, so it is no way to
+// let time pass: for "this stays so for a while" use Consistently.
+// TestNoConstantWaitConditions refuses a constant condition.
 func (h *Harness) Eventually(timeout time.Duration, what string, cond func() (bool, error)) {
 	h.T.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true,

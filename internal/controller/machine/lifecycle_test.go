@@ -2,6 +2,7 @@ package machine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,13 +220,12 @@ func TestMeltdownProtectionReplacesOneMachineAtATime(t *testing.T) {
 	}
 	h.Eventually(20*time.Second, "one Machine to be Failed", func() (bool, error) { return countFailed() == 1, nil })
 	// Well past the health timeout, still only one: the others wait their turn.
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
+	h.Consistently(4*time.Second, "at most one Machine Failed", func() (bool, error) {
 		if n := countFailed(); n > 1 {
-			t.Fatalf("%d Machines are Failed at once; the limit is 1", n)
+			return false, fmt.Errorf("%d Machines are Failed at once; the limit is 1", n)
 		}
-		h.Eventually(time.Second, "a tick", func() (bool, error) { return true, nil })
-	}
+		return true, nil
+	})
 	h.ExpectEvent("ReplacementDeferred", "m-0", "m-1", "m-2", "m-3", "m-4")
 }
 

@@ -2,6 +2,7 @@ package machineset_test
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -166,8 +167,7 @@ func TestBrokenClassCostsOneMachineAtATime(t *testing.T) {
 		ms.Spec.Template.Spec.Lifecycle.CreationTimeout = &metav1.Duration{Duration: 2 * time.Second}
 	})
 	// Failed Machines are replaced, one at a time: never more than one alive.
-	deadline := time.Now().Add(8 * time.Second)
-	for time.Now().Before(deadline) {
+	h.Consistently(8*time.Second, "at most one Machine in creation", func() (bool, error) {
 		alive := 0
 		for _, m := range machinesOf(h, "broken") {
 			if m.DeletionTimestamp.IsZero() && m.Status.FailureReason == "" {
@@ -175,10 +175,10 @@ func TestBrokenClassCostsOneMachineAtATime(t *testing.T) {
 			}
 		}
 		if alive > 1 {
-			t.Fatalf("%d Machines of a class that never boots are in creation at once", alive)
+			return false, fmt.Errorf("%d Machines of a class that never boots are in creation at once", alive)
 		}
-		h.Eventually(time.Second, "a tick", func() (bool, error) { return true, nil })
-	}
+		return true, nil
+	})
 	if n := len(h.Sim.Cloud().History()); n < 2 {
 		t.Errorf("only %d VMs were tried in 8s: Failed Machines are not being replaced", n)
 	}
