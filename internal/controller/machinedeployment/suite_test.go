@@ -13,8 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,54 +196,110 @@ func (h *harness) waitCondition(name, t string, status metav1.ConditionStatus, r
 	})
 }
 
-// watcher observes a deployment's Machines every 50ms while a test runs,
-// checking an invariant at every state it sees.
+// watcher follows a deployment's Machines with a watch while a test runs
+// and checks an invariant after every event, so a breach lasting a single
+// resourceVersion is caught (a list every so often would miss it).
 type watcher struct {
-	stop   chan struct{}
+	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	seen   int
 	broken []string
 }
 
-// watch starts checking check against the deployment's Machines.
+// watch starts checking check against the deployment's Machines; the
+// first list is in when it returns.
 func (h *harness) watch(name string, check func([]v1alpha1.Machine) string) *watcher {
-	w := &watcher{stop: make(chan struct{}), done: make(chan struct{})}
+	h.T.Helper()
+	c, err := client.NewWithWatch(controllertest.Env.Config, client.Options{Scheme: controllertest.Env.Scheme})
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	w := &watcher{cancel: cancel, done: make(chan struct{})}
+	opts := []client.ListOption{client.InNamespace(h.NS), client.MatchingLabels{"app": name}}
+	machines := map[string]v1alpha1.Machine{}
+	observe := func() {
+		items := make([]v1alpha1.Machine, 0, len(machines))
+		for _, m := range machines {
+			items = append(items, m)
+		}
+		sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.seen++
+		if msg := check(items); msg != "" && len(w.broken) < 10 {
+			w.broken = append(w.broken, msg)
+		}
+	}
+	list := func() string {
+		l := &v1alpha1.MachineList{}
+		if err := c.List(wctx, l, opts...); err != nil {
+			return ""
+		}
+		clear(machines)
+		for _, m := range l.Items {
+			machines[m.Name] = m
+		}
+		observe()
+		return l.ResourceVersion
+	}
+	rv := list()
+	if rv == "" {
+		h.T.Fatal("the watcher's first list failed")
+	}
 	go func() {
 		defer close(w.done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			list := &v1alpha1.MachineList{}
-			if err := controllertest.Env.Client.List(ctx, list, client.InNamespace(h.NS), client.MatchingLabels{"app": name}); err == nil {
-				w.mu.Lock()
-				w.seen++
-				if msg := check(list.Items); msg != "" && len(w.broken) < 10 {
-					w.broken = append(w.broken, msg)
+		for wctx.Err() == nil {
+			wi, err := c.Watch(wctx, &v1alpha1.MachineList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
+			if err == nil {
+				for ev := range wi.ResultChan() {
+					m, ok := ev.Object.(*v1alpha1.Machine)
+					switch {
+					case !ok:
+						continue
+					case ev.Type == watch.Deleted:
+						delete(machines, m.Name)
+					case ev.Type == watch.Added || ev.Type == watch.Modified:
+						machines[m.Name] = *m
+					default:
+						continue
+					}
+					rv = m.ResourceVersion
+					observe()
 				}
-				w.mu.Unlock()
+				wi.Stop()
 			}
-			select {
-			case <-w.stop:
-				return
-			case <-tick.C:
+			// The watch ended (expired, or the test is over): relist, so
+			// no event between the two is lost from the state checked.
+			if wctx.Err() == nil {
+				if next := list(); next != "" {
+					rv = next
+				}
 			}
 		}
 	}()
 	return w
 }
 
-// finish stops the watcher and fails the test if the invariant broke.
-func (w *watcher) finish(t *testing.T) {
-	t.Helper()
-	close(w.stop)
+// violations stops the watcher and returns the breaches it saw and the
+// number of states it checked.
+func (w *watcher) violations() ([]string, int) {
+	w.cancel()
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.seen < 10 {
-		t.Errorf("the watcher saw only %d states", w.seen)
+	return w.broken, w.seen
+}
+
+// finish stops the watcher and fails the test if the invariant broke.
+func (w *watcher) finish(t *testing.T) {
+	t.Helper()
+	broken, seen := w.violations()
+	if seen < 10 {
+		t.Errorf("the watcher saw only %d states", seen)
 	}
-	for _, b := range w.broken {
+	for _, b := range broken {
 		t.Error(b)
 	}
 }
@@ -255,4 +313,36 @@ func rolling(surge, unavailable string) v1alpha1.MachineDeploymentStrategy {
 // useClass points the template at another class: a change that replaces Machines.
 func useClass(class string) func(*v1alpha1.MachineDeployment) {
 	return func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Class.Name = class }
+}
+
+// TestWatcherCatchesABreachOfOneVersion shows the watcher sees a state that
+// lasts one resourceVersion: an annotation set and removed at once.
+func TestWatcherCatchesABreachOfOneVersion(t *testing.T) {
+	h := newHarness(t)
+	h.Create(&v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "blip", Namespace: h.NS, Labels: map[string]string{"app": "blip"}},
+		Spec:       v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: "absent"}},
+	})
+	w := h.watch("blip", func(ms []v1alpha1.Machine) string {
+		for _, m := range ms {
+			if m.Annotations["blip"] != "" {
+				return "Machine " + m.Name + " is annotated blip"
+			}
+		}
+		return ""
+	})
+	for _, value := range []string{`"on"`, `null`} {
+		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"blip":`+value+`}}}`))
+		m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "blip", Namespace: h.NS}}
+		if err := controllertest.Env.Client.Patch(ctx, m, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.Eventually(10*time.Second, "the watcher to see the annotated version", func() (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.broken) > 0, nil
+	})
+	broken, _ := w.violations()
+	t.Logf("caught: %v", broken)
 }
