@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,11 +34,11 @@ import (
 //     Create/Failed, errorCode InvalidArgument and failureCount 1, and
 //     stays so: no CrashLoopBackOff, no VM.
 //
-// The exact failureCounts 1, 2, 3 and the backoff between the calls (at
-// least the floors of 1s+2s long, 200ms+400ms short) are checked only with
-// E2E_STRICT_BACKOFF=1: the manager does not keep them today (a reconcile
-// reading its own stale status retries at once and restarts the count;
-// the wait is measured from a lastUpdateTime truncated to the second).
+// Each failed call is counted once (failureCounts 1, 2, 3), and the calls
+// are spaced by the retry table's backoff: from the first failure to the
+// last at least the backoff floors (80% of the nominal waits, the rest is
+// jitter), less the slack of the recorder seeing the first version later
+// than it was written. A busy machine only makes the waits longer.
 //
 // Every Machine is then deleted, the Failed one included, leaving no VM.
 func TestDriverErrors(t *testing.T) {
@@ -53,16 +52,17 @@ func TestDriverErrors(t *testing.T) {
 		failures   int32
 		terminal   bool
 		// minWait bounds from below the time from the first failure to
-		// the last: the backoff floors (80% of 1s+2s long, 200ms+400ms short).
+		// the last: the backoff floors (80% of 1s+2s long = 2.4s,
+		// 200ms+400ms short = 480ms, 200ms = 160ms) less deliverySlack.
 		minWait time.Duration
 	}{
 		{name: "exhausted", spec: faultSpec(`"create":{"code":"ResourceExhausted","count":3}`), op: v1alpha1.OperationCreate,
-			code: "ResourceExhausted", failures: 3, minWait: 2 * time.Second},
+			code: "ResourceExhausted", failures: 3, minWait: 2400*time.Millisecond - deliverySlack},
 		{name: "unavailable", spec: faultSpec(`"create":{"code":"Unavailable","count":3}`), op: v1alpha1.OperationCreate,
-			code: "Unavailable", failures: 3, minWait: 400 * time.Millisecond},
+			code: "Unavailable", failures: 3, minWait: 480*time.Millisecond - deliverySlack},
 		{name: "uninitialized", spec: `{"region":"local","zones":["local-a"],"bootDelay":"1s","requireInitialization":true,` +
 			`"faults":{"initialize":{"code":"Uninitialized","count":2}}}`, op: v1alpha1.OperationInitialize,
-			code: "Uninitialized", failures: 2, minWait: 100 * time.Millisecond},
+			code: "Uninitialized", failures: 2, minWait: 160*time.Millisecond - deliverySlack},
 		{name: "invalid", spec: faultSpec(`"create":{"code":"InvalidArgument"}`), op: v1alpha1.OperationCreate,
 			code: "InvalidArgument", failures: 1, terminal: true},
 	}
@@ -91,8 +91,21 @@ func TestDriverErrors(t *testing.T) {
 		}
 		return len(ms) == len(faults), nil
 	})
-	// Long enough for a wrongly retried terminal failure to show.
-	time.Sleep(5 * time.Second)
+	// A wrongly retried terminal failure would show within the long
+	// backoff's cap (4s): the Machine must stay Failed after one call.
+	s.consistently(5*time.Second, "the InvalidArgument Machine stays Failed after one call", func() error {
+		ms, err := s.machines()
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if op := m.Status.LastOperation; m.Name == machine("invalid") &&
+				(m.Status.Phase != v1alpha1.PhaseFailed || op.FailureCount != 1 || lastCall(rec.versionsOf(m.Name)) > 1) {
+				return fmt.Errorf("%s is %s, lastOperation %+v", m.Name, m.Status.Phase, op)
+			}
+		}
+		return nil
+	})
 
 	for _, f := range faults {
 		name := machine(f.name)
@@ -119,26 +132,15 @@ func TestDriverErrors(t *testing.T) {
 		for i := int32(1); i <= f.failures; i++ {
 			want = append(want, i)
 		}
-		// Reliably: the counts rise from 1 (to 2 at least when retried),
-		// and the Machine failed exactly as often as the fault says.
-		if len(counts) == 0 || counts[0] != 1 || !slices.IsSorted(counts) || (f.failures > 1 && counts[len(counts)-1] < 2) {
-			t.Errorf("%s: observed failureCounts %v of %s/%s, want them rising from 1; versions:\n%s", name, counts, f.op, f.code, describeVersions(vs))
-		}
+		// The Machine failed exactly as often as the fault says, each
+		// failure counted once.
 		if !f.terminal {
 			if calls := lastCall(vs); calls != int(f.failures) {
 				t.Errorf("%s: the last failed call was number %d, want %d; versions:\n%s", name, calls, f.failures, describeVersions(vs))
 			}
 		}
-		// The retry table's backoff, checked only with E2E_STRICT_BACKOFF:
-		// the manager retries at once after a reconcile that read its own
-		// stale status (see the report of scenario 6), so today the
-		// counts skip and the waits are far shorter.
-		strict := t.Logf
-		if os.Getenv("E2E_STRICT_BACKOFF") != "" {
-			strict = t.Errorf
-		}
 		if !slices.Equal(counts, want) {
-			strict("%s: observed failureCounts %v of %s/%s, want %v (one per failed call); versions:\n%s", name, counts, f.op, f.code, want, describeVersions(vs))
+			t.Errorf("%s: observed failureCounts %v of %s/%s, want %v (one per failed call); versions:\n%s", name, counts, f.op, f.code, want, describeVersions(vs))
 		}
 		phases := phasesOfVersions(vs)
 		if f.terminal {
@@ -155,7 +157,7 @@ func TestDriverErrors(t *testing.T) {
 			t.Errorf("%s: went through %v, never CrashLoopBackOff", name, phases)
 		}
 		if waited := last.Sub(first); waited < f.minWait {
-			strict("%s: %d failures within %s, want the backoff to space them by at least %s in all; versions:\n%s", name, f.failures, waited, f.minWait, describeVersions(vs))
+			t.Errorf("%s: %d failures within %s, want the backoff to space them by at least %s in all; versions:\n%s", name, f.failures, waited, f.minWait, describeVersions(vs))
 		} else {
 			t.Logf("%s: failures 1..%d observed over %s", name, f.failures, waited.Round(10*time.Millisecond))
 		}
@@ -186,6 +188,11 @@ func TestDriverErrors(t *testing.T) {
 	s.waitFleet(0, "", time.Minute)
 	rec.verify()
 }
+
+// deliverySlack is how much later the recorder may see a Machine's first
+// failure than its last, relative to when they were written: on a busy
+// machine a watch event can wait that long for the recorder's goroutine.
+const deliverySlack = 100 * time.Millisecond
 
 // faultSpec is simSpec with the given faults.
 func faultSpec(faults string) string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // TestDriverRestart proves scenario 6(a), a driver out of process: the
@@ -40,7 +42,7 @@ func TestDriverRestart(t *testing.T) {
 	for i, stop := range []func(){s.stopSim, s.killSim} {
 		s.waitNewMachines("large", i+1)
 		stop()
-		time.Sleep(3 * time.Second) // driver calls fail meanwhile
+		s.waitDriverDown(m)
 		s.restartSim()
 	}
 	s.waitFleet(replicas, "large", 4*time.Minute)
@@ -69,5 +71,18 @@ func (s *scenario) waitNewMachines(class string, n int) {
 			}
 		}
 		return count >= n && creating, fmt.Errorf("%d Machines of class %s", count, class)
+	})
+}
+
+// waitDriverDown waits until m's /readyz says a driver does not answer:
+// the manager has seen the sim gone, and its calls fail meanwhile.
+func (s *scenario) waitDriverDown(m *manager) {
+	s.t.Helper()
+	s.eventually(time.Minute, m.name+" to see the driver gone", func() (bool, error) {
+		code, body, err := testenv.HTTPGet("http://" + m.health + "/readyz?verbose")
+		if err != nil {
+			return false, err
+		}
+		return code != 200, fmt.Errorf("/readyz %d: %s", code, body)
 	})
 }
