@@ -12,10 +12,15 @@ type ObjectMeta struct {
 	// selector must match the labels of its template.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="labels keys must be valid label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.labelValue().validate(self[k]).hasValue())",message="labels values must be valid label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty"
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Annotations to put on the created object.
+	// Annotations to put on the created object. Keys are checked as the
+	// API server checks annotation keys.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",message="annotations keys must be valid annotation keys: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
@@ -107,6 +112,11 @@ type NodeTemplateSpec struct {
 	// Taints to apply to the Node.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !format.qualifiedName().validate(t.key).hasValue())",message="taints: each key must be a valid taint key (a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.')"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.value) || !format.labelValue().validate(t.value).hasValue())",message="taints: each value must be a valid label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, has(t.effect) && t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taints: each effect must be NoSchedule, PreferNoSchedule or NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, self.exists_one(u, u.key == t.key && u.effect == t.effect))",message="taints must be unique by key and effect"
 	Taints []corev1.Taint `json:"taints,omitempty"`
 }
 

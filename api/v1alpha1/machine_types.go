@@ -59,6 +59,7 @@ type MachineClassReference struct {
 	// Name of the MachineClass.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="spec.class.name must be a MachineClass name (a DNS subdomain)"
 	Name string `json:"name"`
 }
 
@@ -69,6 +70,7 @@ type ContractReference struct {
 	// Its version is read from the provider CRD's contract label.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="apiGroup must be an API group (a DNS subdomain such as infrastructure.millwright.dev)"
 	APIGroup string `json:"apiGroup"`
 
 	// Kind of the referenced object, for example SimMachine.
@@ -79,6 +81,7 @@ type ContractReference struct {
 	// Name of the referenced object.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="name must be an object name (a DNS subdomain)"
 	Name string `json:"name"`
 }
 
@@ -96,6 +99,7 @@ type Bootstrap struct {
 	// empty, the Machine stays Pending.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!format.dns1123Subdomain().validate(self).hasValue()",message="spec.bootstrap.dataSecretName must be a Secret name: a DNS subdomain (lowercase letters, digits, '-' and '.'), not empty"
 	DataSecretName *string `json:"dataSecretName,omitempty"`
 }
 

@@ -29,12 +29,16 @@ type MachineClassSpec struct {
 	// <<BOOTSTRAP_TOKEN>> in it are replaced per Machine. An empty namespace
 	// means the class's namespace.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && !format.dns1123Subdomain().validate(self.name).hasValue()",message="spec.secretRef.name must be a Secret name (a DNS subdomain)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || self.__namespace__.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.secretRef.namespace must be a namespace name (a DNS label)"
 	SecretRef *corev1.SecretReference `json:"secretRef,omitempty"`
 
 	// CredentialsSecretRef names a Secret with the cloud credentials, so that
 	// classes with different user data can share one credentials Secret. Its
 	// data is merged over SecretRef's when passed to the driver.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.name) && !format.dns1123Subdomain().validate(self.name).hasValue()",message="spec.credentialsSecretRef.name must be a Secret name (a DNS subdomain)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || self.__namespace__.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.credentialsSecretRef.namespace must be a namespace name (a DNS label)"
 	CredentialsSecretRef *corev1.SecretReference `json:"credentialsSecretRef,omitempty"`
 
 	// NodeTemplate describes the Node a VM of this class becomes, so that
@@ -54,28 +58,44 @@ type NodeTemplate struct {
 	// InstanceType is the provider's instance type, for the Node's
 	// node.kubernetes.io/instance-type label.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="instanceType must be a valid label value (it becomes a Node label): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	InstanceType string `json:"instanceType,omitempty"`
 
 	// Region is the Node's topology.kubernetes.io/region.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="region must be a valid label value (it becomes a Node label): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	Region string `json:"region,omitempty"`
 
 	// Zone is the Node's topology.kubernetes.io/zone.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="zone must be a valid label value (it becomes a Node label): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	Zone string `json:"zone,omitempty"`
 
 	// Architecture is the Node's CPU architecture (kubernetes.io/arch), for
 	// example amd64 or arm64.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="architecture must be a valid label value (it becomes a Node label): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	Architecture *string `json:"architecture,omitempty"`
 
 	// Labels the Node will carry.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="labels keys must be valid label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.labelValue().validate(self[k]).hasValue())",message="labels values must be valid label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty"
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// Taints the Node will carry.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !format.qualifiedName().validate(t.key).hasValue())",message="taints: each key must be a valid taint key (a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.')"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, !has(t.value) || !format.labelValue().validate(t.value).hasValue())",message="taints: each value must be a valid label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, has(t.effect) && t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taints: each effect must be NoSchedule, PreferNoSchedule or NoExecute"
+	// +kubebuilder:validation:XValidation:rule="self.all(t, self.exists_one(u, u.key == t.key && u.effect == t.effect))",message="taints must be unique by key and effect"
 	Taints []corev1.Taint `json:"taints,omitempty"`
 }
 

@@ -119,7 +119,7 @@ type RollingUpdateMachineDeployment struct {
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxUnavailable must be a non-negative integer (5) or a percentage (10%)"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="spec.strategy.rollingUpdate.maxUnavailable must be a non-negative integer (5) or a percentage from 0% to 100% (10%)"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// MaxSurge is how many Machines may exist above replicas during the
@@ -128,7 +128,7 @@ type RollingUpdateMachineDeployment struct {
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="maxSurge must be a non-negative integer (5) or a percentage (10%)"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^[0-9]{1,9}%$')",message="spec.strategy.rollingUpdate.maxSurge must be a non-negative integer (5) or a percentage (10%)"
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 }
 

@@ -15,6 +15,8 @@ type LabelSelector struct {
 	// template's labels, and that check must stay within its cost budget.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="matchLabels keys must be valid label keys: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.labelValue().validate(self[k]).hasValue())",message="matchLabels values must be valid label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty"
 	MatchLabels map[string]string `json:"matchLabels,omitempty"`
 
 	// MatchExpressions are further requirements, all of which must hold.
@@ -25,10 +27,13 @@ type LabelSelector struct {
 }
 
 // LabelSelectorRequirement is one requirement of a LabelSelector.
+//
+// +kubebuilder:validation:XValidation:rule="self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : !has(self.values) || size(self.values) == 0",message="matchExpressions values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist"
 type LabelSelectorRequirement struct {
 	// Key is the label key the requirement applies to.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!format.qualifiedName().validate(self).hasValue()",message="matchExpressions key must be a valid label key: an optional DNS subdomain prefix and '/', then a name of at most 63 letters, digits, '-', '_' or '.'"
 	Key string `json:"key"`
 
 	// Operator is In, NotIn, Exists or DoesNotExist.
@@ -40,6 +45,7 @@ type LabelSelectorRequirement struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(v, !format.labelValue().validate(v).hasValue())",message="matchExpressions values must be valid label values: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit, or empty"
 	Values []string `json:"values,omitempty"`
 }
 

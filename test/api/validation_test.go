@@ -120,17 +120,17 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 			func(u *unstructured.Unstructured) {
 				set(u, map[string]any{"maxSurge": -1}, "spec", "strategy", "rollingUpdate")
 			},
-			"maxSurge must be a non-negative integer (5) or a percentage (10%)"},
+			"spec.strategy.rollingUpdate.maxSurge must be a non-negative integer (5) or a percentage (10%)"},
 		{"deployment with a malformed maxUnavailable percentage", validDeployment,
 			func(u *unstructured.Unstructured) {
 				set(u, map[string]any{"maxUnavailable": "ten%"}, "spec", "strategy", "rollingUpdate")
 			},
-			"maxUnavailable must be a non-negative integer (5) or a percentage (10%)"},
+			"spec.strategy.rollingUpdate.maxUnavailable must be a non-negative integer (5) or a percentage from 0% to 100% (10%)"},
 		{"deployment with maxSurge as a bare numeric string", validDeployment,
 			func(u *unstructured.Unstructured) {
 				set(u, map[string]any{"maxSurge": "2"}, "spec", "strategy", "rollingUpdate")
 			},
-			"maxSurge must be a non-negative integer (5) or a percentage (10%)"},
+			"spec.strategy.rollingUpdate.maxSurge must be a non-negative integer (5) or a percentage (10%)"},
 		{"Recreate deployment with rollingUpdate", validDeployment,
 			func(u *unstructured.Unstructured) {
 				set(u, map[string]any{"type": "Recreate", "rollingUpdate": map[string]any{"maxSurge": 1}}, "spec", "strategy")
