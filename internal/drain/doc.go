@@ -22,6 +22,8 @@
 //     left node.status.volumesAttached (or Options.VolumeDetachTimeout
 //     passes), because clouds detach and reattach disks serially anyway and
 //     a serial drain keeps more of a stateful workload available.
-//   - A forced drain deletes every remaining pod with grace period 0 and
-//     waits for no volumes.
+//   - A forced drain deletes every remaining pod with grace period 0,
+//     waits for no volumes, and deletes the Node's VolumeAttachments, so
+//     the volumes are detached now rather than after the attach-detach
+//     controller's wait for an unmount the unreachable kubelet never does.
 package drain

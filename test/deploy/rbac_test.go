@@ -74,6 +74,8 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", "", "nodes", "get;list;watch;patch;delete"),
 	grants("ClusterRole millwright-manager", "", "pods", "list;delete"),
 	grants("ClusterRole millwright-manager", "", "pods/eviction", "create"),
+	// A forced drain releases the Node's volumes (internal/drain).
+	grants("ClusterRole millwright-manager", "storage.k8s.io", "volumeattachments", "get;list;watch;delete"),
 	grants("ClusterRole millwright-manager", "events.k8s.io", "events", "create;patch"),
 	// Contract providers: the reference InfraMachine and its template
 	// (cloned by the MachineSet controller), and the CRDs' contract label.
@@ -221,7 +223,7 @@ func allowed(ctx context.Context, t *testing.T, a access) bool {
 }
 
 // clusterScoped are the resources wantGrants names that have no namespace.
-var clusterScoped = []string{"nodes", "nodes/status", "persistentvolumes"}
+var clusterScoped = []string{"nodes", "nodes/status", "persistentvolumes", "volumeattachments"}
 
 // config/rbac, applied for real, lets the ServiceAccount do every
 // wantGrants (so the bindings name the right roles and subject), and
