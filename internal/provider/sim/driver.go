@@ -100,7 +100,9 @@ func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineReques
 	}
 	if created {
 		s.cloud.changed(out.NodeName, out.BootAt.Sub(s.clock.Now()))
-		s.cloud.dirty()
+		if err := s.persist(); err != nil {
+			return nil, err
+		}
 	}
 	if v.err != nil {
 		return nil, v.err
@@ -184,7 +186,9 @@ func (s *Sim) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReques
 		s.cloud.changed(vm.NodeName, 0)
 	}
 	if len(victims) > 0 {
-		s.cloud.dirty()
+		if err := s.persist(); err != nil {
+			return nil, err
+		}
 	}
 	if v.err != nil {
 		return nil, v.err

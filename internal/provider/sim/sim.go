@@ -157,6 +157,20 @@ func (s *Sim) Start(ctx context.Context) error {
 	return nil
 }
 
+// persist makes a create's or delete's change durable before the call
+// answers (without SnapshotPath it does nothing). A failed save is
+// Unavailable: the caller retries, and the retry saves again.
+func (s *Sim) persist() error {
+	if s.snap == nil {
+		return nil
+	}
+	if err := s.snap.durable(); err != nil {
+		s.log.Error("saving snapshot", "error", err)
+		return driver.Errorf(driver.Unavailable, "the change is made but not saved: %v", err)
+	}
+	return nil
+}
+
 // Save writes the snapshot now (without SnapshotPath it does nothing).
 func (s *Sim) Save() error {
 	if s.snap == nil {

@@ -108,6 +108,10 @@ func (c *Cloud) restore(s Snapshot) error {
 
 // snapshotter saves the cloud to a file when it changed, at most once per
 // interval, so that a burst of thousands of creates costs a few writes.
+//
+// Creates and deletes do not wait for it: they call durable, which saves
+// before the call answers, so a sim killed right after telling Millwright
+// a VM exists (or is gone) still knows it when it starts again.
 type snapshotter struct {
 	path     string
 	interval time.Duration
@@ -116,10 +120,51 @@ type snapshotter struct {
 	log      *slog.Logger
 	dirtyCh  chan struct{}
 	saveMu   sync.Mutex
+
+	// Group commit for durable: requested counts the changes callers asked
+	// to be saved, saved the last such count a finished save covers.
+	commitMu  sync.Mutex
+	committed *sync.Cond
+	requested uint64
+	saved     uint64
+	saving    bool
 }
 
 func newSnapshotter(path string, interval time.Duration, clk clock.WithTicker, cloud *Cloud, log *slog.Logger) *snapshotter {
-	return &snapshotter{path: path, interval: interval, clock: clk, cloud: cloud, log: log, dirtyCh: make(chan struct{}, 1)}
+	s := &snapshotter{path: path, interval: interval, clock: clk, cloud: cloud, log: log, dirtyCh: make(chan struct{}, 1)}
+	s.committed = sync.NewCond(&s.commitMu)
+	return s
+}
+
+// durable returns once a snapshot taken after the caller's change is on
+// disk. Concurrent callers share saves: while one save runs, the callers
+// arriving meanwhile wait for the next one, which covers them all, so a
+// burst of creates costs a few writes rather than one each.
+func (s *snapshotter) durable() error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.requested++
+	want := s.requested
+	for s.saved < want {
+		if s.saving {
+			s.committed.Wait()
+			continue
+		}
+		s.saving = true
+		covers := s.requested // every change counted so far is in the cloud already
+		s.commitMu.Unlock()
+		err := s.save()
+		s.commitMu.Lock()
+		s.saving = false
+		if err == nil && covers > s.saved {
+			s.saved = covers
+		}
+		s.committed.Broadcast()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *snapshotter) markDirty() {
@@ -190,6 +235,15 @@ func (s *snapshotter) save() error {
 	if err := os.Rename(tmp.Name(), s.path); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("sim: writing snapshot: %w", err)
+	}
+	// The rename is durable once the directory is synced.
+	dir, err := os.Open(filepath.Dir(s.path))
+	if err != nil {
+		return fmt.Errorf("sim: syncing snapshot directory: %w", err)
+	}
+	serr = dir.Sync()
+	if err := errors.Join(serr, dir.Close()); err != nil {
+		return fmt.Errorf("sim: syncing snapshot directory: %w", err)
 	}
 	return nil
 }

@@ -160,3 +160,47 @@ func BenchmarkSaveSnapshot5000(b *testing.B) {
 		}
 	}
 }
+
+// A create or delete is on disk before the call answers: a sim killed
+// right after it (no periodic save, no save on exit: the sim is never
+// started) knows the VM when it starts again, or knows it is gone, and
+// many concurrent creates share saves yet all survive.
+func TestCreateAndDeleteAreDurableBeforeTheyAnswer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sim.json")
+	a, _ := newTestSim(t, Options{SnapshotPath: path, SnapshotInterval: time.Hour})
+	mc := class("c", basicSpec)
+	created := mustCreate(t, a, machine("m1", "c"), mc)
+
+	b, _ := newTestSim(t, Options{SnapshotPath: path})
+	if _, ok := b.Cloud().VM(idFromProviderID(created.ProviderID)); !ok {
+		t.Fatalf("the VM %s created before the kill is gone after the restart", created.ProviderID)
+	}
+	if again := mustCreate(t, b, machine("m1", "c"), mc); again.ProviderID != created.ProviderID {
+		t.Fatalf("after the restart the Machine got a second VM %s (first %s)", again.ProviderID, created.ProviderID)
+	}
+	if err := del(b, machine("m1", "c"), mc); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := newTestSim(t, Options{SnapshotPath: path})
+	if vms := c.Cloud().VMs(); len(vms) != 0 {
+		t.Fatalf("the VM deleted before the kill is back after the restart: %+v", vms)
+	}
+
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := c.CreateMachine(context.Background(), &driver.CreateMachineRequest{Machine: machine(fmt.Sprintf("p%d", i), "c"), MachineClass: mc})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, _ := newTestSim(t, Options{SnapshotPath: path})
+	if got := len(d.Cloud().VMs()); got != n {
+		t.Fatalf("%d of %d concurrently created VMs survived the restart", got, n)
+	}
+}
