@@ -204,8 +204,9 @@ func (s *scenario) stopSim() {
 	}
 }
 
-// killSim kills the sim with SIGKILL: what it changed since its last
-// snapshot (at most a second before) is lost.
+// killSim kills the sim with SIGKILL: creates and deletes it answered are
+// on disk; other changes since its last periodic save (at most a second
+// before) are lost.
 func (s *scenario) killSim() {
 	s.t.Helper()
 	if err := killProcess(s.sim); err != nil {
