@@ -52,7 +52,7 @@ const (
 	ClonedFromGroupKindAnnotation = GroupName + "/cloned-from-groupkind"
 	// ContractLabelPrefix + a contract version (e.g. "v1beta1") on a provider CRD lists the CRD versions honouring it.
 	ContractLabelPrefix = GroupName + "/"
-	// ContractVersion is the InfraMachine/bootstrap contract this Millwright speaks (seed 004's v1beta1).
+	// ContractVersion is the InfraMachine/bootstrap contract this Millwright speaks (docs/contract-providers.md).
 	ContractVersion = "v1beta1"
 	// ContractLabel on a provider CRD is "_"-separated CRD versions honouring ContractVersion; the last is used.
 	ContractLabel = ContractLabelPrefix + ContractVersion

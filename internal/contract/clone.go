@@ -16,8 +16,9 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
-// TemplateSuffix ends the kind of every provider template (seed 004:
-// "The template resource MUST be named as <InfraMachine>Template").
+// TemplateSuffix ends the kind of every provider template: the template of
+// an InfraMachine kind is named <InfraMachine>Template
+// (docs/contract-providers.md).
 const TemplateSuffix = "Template"
 
 // Clone says what CloneFromTemplate makes.
@@ -36,8 +37,8 @@ type Clone struct {
 
 // CloneFromTemplate creates the object a provider's *Template describes in
 // spec.template (metadata and spec), of the template's kind without its
-// Template suffix, with the cloned-from annotations (seed 000 "template
-// cloning"), and returns a reference to it.
+// Template suffix, with the cloned-from annotations (docs/contract-providers.md,
+// "Templates and cloning"), and returns a reference to it.
 func CloneFromTemplate(ctx context.Context, c client.Client, o Clone) (*v1alpha1.ContractReference, error) {
 	kind, ok := strings.CutSuffix(o.Template.Kind, TemplateSuffix)
 	if !ok || kind == "" {

@@ -54,7 +54,7 @@ func machineOwner(refs []metav1.OwnerReference) *metav1.OwnerReference {
 }
 
 // Paused reports whether obj or its owner Machine m (nil when unknown)
-// carries the paused annotation (seed 004 "pausing").
+// carries the paused annotation (docs/contract-providers.md, "Pausing").
 func Paused(obj client.Object, m *v1alpha1.Machine) bool {
 	if _, ok := obj.GetAnnotations()[v1alpha1.PausedAnnotation]; ok {
 		return true

@@ -39,8 +39,8 @@ type Problem struct {
 func (p *Problem) Error() string { return p.Reason + ": " + p.Message }
 
 // GVK resolves the version of ref's kind to use: the last one the
-// provider's CRD lists in its ContractLabel (seed 004 "APIVersion field
-// value"). The CRD is named <plural>.<group>; the plural comes from
+// provider's CRD lists in its ContractLabel (docs/contract-providers.md,
+// "Declaring the contract"). The CRD is named <plural>.<group>; the plural comes from
 // discovery, which c's RESTMapper refreshes when a kind is new, so a
 // provider installed while Millwright runs is found. The CRD is read as
 // metadata only, through c (a cache when c is the manager's client).

@@ -8,7 +8,7 @@
 // a restarted manager resumes the drain from the status where the old one
 // stopped.
 //
-// The rules follow machine-controller-manager's drain (seed 003):
+// The rules follow machine-controller-manager's drain:
 //
 //   - DaemonSet pods and mirror (static) pods stay: their controllers would
 //     put them straight back, and the Node is deleted with them anyway.

@@ -1,5 +1,5 @@
 // Package contracttest is a conformance suite for InfraMachine providers
-// under Millwright's contract (seed 004, contract version v1beta1), as
+// under Millwright's contract (version v1beta1, docs/contract-providers.md), as
 // pkg/driver/drivertest is for drivers. It runs against a real API server
 // on which the provider's CRDs are installed and its controller runs:
 //
@@ -17,7 +17,7 @@
 // spec.bootstrap.dataSecretName, the controller owner reference on the
 // InfraMachine) and reads back the contract fields. Run it without
 // Millwright's machine controller, which would otherwise act on the
-// Machines too. Each rule of seed 004's table is one subtest, plus the
+// Machines too. Each rule of the contract's table is one subtest, plus the
 // workflow rules Millwright relies on (no VM before the owner and the
 // bootstrap data exist, deletion).
 package contracttest
@@ -56,7 +56,7 @@ const (
 // Rule names a subtest; a provider may leave out optional rules with Config.Skip.
 type Rule string
 
-// The rules, seed 004's table first, then the workflow rules.
+// The rules, the contract's table first, then the workflow rules.
 const (
 	RuleScope                   Rule = "Scope"
 	RuleTypeMetaObjectMeta      Rule = "TypeMetaObjectMeta"
@@ -76,7 +76,7 @@ const (
 	RuleDeletion                Rule = "Deletion"
 )
 
-// optionalRules may be skipped: seed 004 marks them "Mandatory: No".
+// optionalRules may be skipped: the contract marks them "Mandatory: No".
 var optionalRules = map[Rule]bool{
 	RuleFailureDomain: true, RuleAddresses: true, RuleConditions: true,
 	RuleTerminalFailures: true, RulePausing: true,

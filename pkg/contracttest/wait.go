@@ -119,7 +119,7 @@ func describe(u *unstructured.Unstructured) string {
 	return fmt.Sprintf("finalizers=%v annotations=%v spec=%v status=%v", u.GetFinalizers(), u.GetAnnotations(), spec, status)
 }
 
-// validAddressTypes are the MachineAddress types seed 004 accepts.
+// validAddressTypes are the MachineAddress types the contract accepts.
 var validAddressTypes = []string{"Hostname", "ExternalIP", "InternalIP", "ExternalDNS", "InternalDNS"}
 
 func validAddressType(t string) bool { return slices.Contains(validAddressTypes, t) }

@@ -37,7 +37,8 @@ const (
 type Outcome struct {
 	// Action the machine controller takes.
 	Action Action
-	// AutoRetry is the seed specification's "Auto Retry Required" column.
+	// AutoRetry is the "Auto Retry Required" column of the Machine
+	// Controller Manager's tables (docs/driver-errors.md).
 	AutoRetry bool
 	// Recovery is the recovery behaviour the specification describes, for
 	// messages and documentation.
@@ -71,9 +72,10 @@ const (
 	cancelledCleanup = "Call was cancelled; it is made again on the next reconcile"
 )
 
-// recoveryTable is seed 003's error-code tables, one per method, as data.
-// Deviations from the seed, each deliberate:
-//   - Canceled is retried: the seed marks it "N", but a cancelled call (the
+// recoveryTable is the Machine Controller Manager's error-code tables, one
+// per method, as data; docs/driver-errors.md shows them (a test keeps it
+// current). Deviations from them, each deliberate:
+//   - Canceled is retried: the original marks it "N", but a cancelled call (the
 //     manager shutting down, a deadline of ours) is simply made again.
 //   - ResourceExhausted on create is retried with the long backoff: quota
 //     and capacity free up without anyone replacing the Machine.
@@ -157,7 +159,7 @@ var recoveryTable = map[Method]map[Code]Outcome{
 		Internal:         row(Terminal, false, manualFix),
 		Unavailable:      row(Retry, true, retryLater),
 	},
-	// UpdateMachine has no table in the seed; it follows the same shape.
+	// UpdateMachine has no table in the original; it follows the same shape.
 	// Terminal here records the failure and waits for the next class change.
 	MethodUpdateMachine: {
 		OK:               row(Continue, false, ""),

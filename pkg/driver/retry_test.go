@@ -7,7 +7,8 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// seedRows transcribes seed 003's error-code tables: method, code and the
+// seedRows transcribes the Machine Controller Manager's error-code tables
+// (docs/driver-errors.md): method, code and the
 // "Auto Retry Required" column, one row each.
 var seedRows = map[driver.Method]string{
 	driver.MethodCreateMachine: `
@@ -33,7 +34,7 @@ var seedRows = map[driver.Method]string{
 12 UNIMPLEMENTED N | 13 INTERNAL N | 14 UNAVAILABLE Y`,
 }
 
-// deviations are the rows where Millwright retries although the seed says
+// deviations are the rows where Millwright retries although the original says
 // "N"; each is documented on the recovery table.
 var deviations = map[driver.Method]map[driver.Code]bool{
 	driver.MethodCreateMachine:    {driver.Canceled: true, driver.ResourceExhausted: true},
@@ -57,22 +58,22 @@ func TestEverySeedRowIsInTheRecoveryTable(t *testing.T) {
 			t.Run(string(method)+"/"+code.String(), func(t *testing.T) {
 				got := driver.Classify(method, code)
 				if got.AutoRetry != autoRetry {
-					t.Errorf("AutoRetry = %v; the seed says %s", got.AutoRetry, fields[2])
+					t.Errorf("AutoRetry = %v; the original says %s", got.AutoRetry, fields[2])
 				}
 				if code != driver.OK && got.Recovery == "" {
 					t.Errorf("no recovery text")
 				}
 				switch {
 				case autoRetry && !got.Retryable():
-					t.Errorf("the seed retries it automatically, the table says %s", got.Action)
+					t.Errorf("the original retries it automatically, the table says %s", got.Action)
 				case !autoRetry && got.Retryable() && !deviations[method][code]:
-					t.Errorf("the seed does not retry it, the table says %s and no deviation is documented", got.Action)
+					t.Errorf("the original does not retry it, the table says %s and no deviation is documented", got.Action)
 				}
 			})
 		}
 	}
 	if rows != 64 {
-		t.Fatalf("transcribed %d seed rows; the seed tables have 64", rows)
+		t.Fatalf("transcribed %d rows; the original tables have 64", rows)
 	}
 }
 

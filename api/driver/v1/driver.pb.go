@@ -12,7 +12,7 @@
 // with its usual Kubernetes library. An empty bytes field means "no object".
 //
 // Errors: an rpc fails with a gRPC status whose code is the machine error
-// code (seed 003, "Machine Error code handling") and whose message is for
+// code (docs/driver-errors.md: what Millwright does with each) and whose message is for
 // people. Codes 0 to 16 are the gRPC codes; code 17 (Uninitialized: the VM
 // exists but is not initialized) is not a standard gRPC code and is sent as
 // the number 17 all the same.

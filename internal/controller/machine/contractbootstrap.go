@@ -11,7 +11,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/contract"
 )
 
-// bootstrapConfig follows spec.bootstrap.configRef (seed 000): it owns the
+// bootstrapConfig follows spec.bootstrap.configRef (docs/contract-providers.md): it owns the
 // bootstrap provider's config object and, once the object reports its
 // data Secret (status.dataSecretName with status.ready or
 // status.initialization.dataSecretCreated), copies the Secret's name to

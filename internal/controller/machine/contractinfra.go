@@ -19,7 +19,7 @@ import (
 // contractInfra is a Machine's infrastructure made by a contract provider:
 // the provider's controller reconciles the InfraMachine spec.infrastructureRef
 // points at; Millwright owns it, waits for it to report provisioned and
-// copies what the contract says onto the Machine (seeds 002, 004).
+// copies what the contract says onto the Machine (docs/contract-providers.md).
 type contractInfra struct {
 	r *Reconciler
 }
@@ -75,7 +75,7 @@ func (c *contractInfra) record(ctx context.Context, s *scope, obj *unstructured.
 			Message: fmt.Sprintf("%s %s changed its providerID from %s to %s", obj.GetKind(), obj.GetName(), m.Spec.ProviderID, providerID)})
 	}
 	if fd := contract.String(obj, "spec", "failureDomain"); fd != "" && m.Spec.FailureDomain == "" {
-		m.Spec.FailureDomain = fd // the deprecated reverse direction of seed 004
+		m.Spec.FailureDomain = fd // the contract's deprecated reverse direction
 	}
 	if err := s.patchObject(ctx); err != nil {
 		return err

@@ -195,7 +195,7 @@ func (r *Reconciler) deleteInfrastructure(ctx context.Context, s *scope) (bool, 
 		return done, res, err
 	}
 	// The bootstrap provider's object goes with the infrastructure, before
-	// the Node (seed 000 "deleting").
+	// the Node (docs/contract-providers.md).
 	if done, res, err = r.deleteExternal(ctx, s, s.machine.Spec.Bootstrap.ConfigRef); !done || err != nil {
 		return done, res, err
 	}

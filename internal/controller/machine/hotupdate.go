@@ -15,7 +15,7 @@ import (
 )
 
 // hotUpdate applies a changed class providerSpec to the Machine's existing
-// VM through UpdateMachine (seed 003 "Hotupdate Instances"), handing the
+// VM through UpdateMachine (docs/driver-errors.md, UpdateMachine), handing the
 // driver the spec last applied, so it can tell what changed (a tag the
 // class dropped is removed, others' tags are kept). The last applied spec
 // is kept in an annotation; it is set when the VM is provisioned.

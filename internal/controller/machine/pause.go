@@ -18,8 +18,8 @@ const ReasonPaused = "Paused"
 
 // pausedBy says why the Machine must not be reconciled: its paused
 // annotation, or spec.paused on its MachineDeployment; "" when it may.
-// Providers honour the same annotation on their objects (seed 004
-// "pausing"), so a person can stop every controller touching a Machine.
+// Providers honour the same annotation on their objects
+// (docs/contract-providers.md), so a person can stop every controller touching a Machine.
 func (r *Reconciler) pausedBy(ctx context.Context, m *v1alpha1.Machine) (string, error) {
 	if _, ok := m.Annotations[v1alpha1.PausedAnnotation]; ok {
 		return "the Machine is annotated " + v1alpha1.PausedAnnotation, nil

@@ -47,7 +47,7 @@ package machine
 // controller owner) and deleted with the Machine. Millwright's own
 // providers are listed here; another provider ships a ClusterRole granting
 // the same verbs on its kinds, bound to the manager's ServiceAccount
-// (seed 004 "API group").
+// (docs/contract-providers.md).
 // +kubebuilder:rbac:groups=infrastructure.millwright.dev,resources=simmachines,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=bootstrap.millwright.dev,resources=tokenbootstrapconfigs,verbs=get;list;watch;patch;delete
 //

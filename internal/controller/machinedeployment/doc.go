@@ -37,7 +37,7 @@
 // When spec.replicas changes while several MachineSets have Machines (a
 // scaling event, detected by the desired-replicas annotation as in
 // Kubernetes), this controller scales before it rolls out, with the rule
-// of the seed: scale-out adds Machines only to the new MachineSet; scale-in
+// of the Machine Controller Manager: scale-out adds Machines only to the new MachineSet; scale-in
 // removes Machines from every active MachineSet in proportion to its size.
 // Precisely, with budget = replicas + maxSurge (maxSurge only for
 // RollingUpdate; 0 when replicas is 0):

@@ -57,7 +57,7 @@ func TestPlanScale(t *testing.T) {
 			Sets: []setView{sv("v2", 2, t2, 4, 0), sv("v1", 1, t1, 6, 0)}},
 			map[string]int32{"v2": 2, "v1": 3}},
 
-		// The seed's rule: scale-out grows only the new set.
+		// The Machine Controller Manager's rule: scale-out grows only the new set.
 		{"seed scale-out: 5 -> 10, only the new set", scaleInput{Replicas: 10, NewSet: "v2",
 			Sets: []setView{sv("v2", 2, t2, 2, 5), sv("v1", 1, t1, 3, 5)}},
 			map[string]int32{"v2": 7}},

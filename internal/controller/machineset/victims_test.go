@@ -42,7 +42,7 @@ func TestVictimOrder(t *testing.T) {
 				mach("failed", v1alpha1.PhaseFailed, time.Hour, nil, false),
 				mach("marked", running, time.Hour, map[string]string{v1alpha1.DeleteMachineAnnotation: "yes"}, true),
 			}, v1alpha1.DeletePolicyRandom, []string{"marked", "failed"}},
-		{"lower priority first; default priority is 3 (the seed's example: priority 1 goes first)",
+		{"lower priority first; default priority is 3 (MCM's example: priority 1 goes first)",
 			[]*v1alpha1.Machine{
 				mach("default", running, time.Hour, nil, true),
 				mach("p1", running, time.Hour, map[string]string{v1alpha1.PriorityAnnotation: "1"}, true),

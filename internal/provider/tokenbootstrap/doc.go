@@ -1,6 +1,7 @@
 // Package tokenbootstrap is the token bootstrap provider's controller: it
 // reconciles TokenBootstrapConfigs (bootstrap.millwright.dev/v1alpha1) into
-// the bootstrap data of their Machines (seed 000's bootstrap provider).
+// the bootstrap data of their Machines (the bootstrap provider of
+// docs/contract-providers.md).
 //
 // For a config owned by a Machine it makes a bootstrap token in the target
 // cluster (kube-system/bootstrap-token-<id>, ID derived from the config's

@@ -11,7 +11,7 @@ import (
 
 // Where the user data puts things on the VM: kubeadm's paths, so that an
 // image prepared for kubeadm nodes (kubelet and a container runtime
-// installed, seed 000 leaves image building out) needs nothing else.
+// installed; building images is left to the user) needs nothing else.
 const (
 	bootstrapKubeconfigPath = "/etc/kubernetes/bootstrap-kubelet.conf"
 	kubeconfigPath          = "/etc/kubernetes/kubelet.conf"

@@ -11,7 +11,8 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// reconcileDelete is seed 004's "Deleted resource" workflow: delete the VM
+// reconcileDelete is the contract's workflow for a deleted InfraMachine
+// (docs/contract-providers.md): delete the VM
 // through the driver (NotFound is success), then remove the finalizer.
 // Without an owner no VM was ever made, as the VM is keyed by the owner.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result, error) {

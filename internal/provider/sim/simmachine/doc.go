@@ -4,7 +4,8 @@
 // over gRPC, so faults, outages and the admin API apply to them as to any
 // driver-made VM.
 //
-// It follows seed 004's "typical InfraMachine reconciliation workflow" (a
+// It follows the contract's InfraMachine reconciliation workflow
+// (docs/contract-providers.md; a
 // Millwright deployment has no Cluster object, so steps 3 and 5 do not
 // apply) and implements every rule of the contract: providerID, failure
 // domain, addresses, initialization (status.ready and

@@ -19,8 +19,10 @@ import (
 // Machine's spec.bootstrap.dataSecretName names.
 const bootstrapDataKey = "value"
 
-// reconcileNormal is seed 004's "Normal resource" workflow; the numbers
-// are its steps (3 and 5 are about a Cluster, which Millwright has not).
+// reconcileNormal is the contract's workflow for a live InfraMachine
+// (docs/contract-providers.md); the numbers are its steps as the Cluster
+// API contract numbers them (3 and 5 are about a Cluster, which Millwright
+// has not).
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	// 1. Without a Machine owner there is nothing to make a VM for: the
 	// Machine controller sets the owner from its spec.infrastructureRef.

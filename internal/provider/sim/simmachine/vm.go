@@ -36,8 +36,9 @@ func newCallError(method driver.Method, err error) *callError {
 // the next reconcile (with backoff) looks again.
 const maxSteps = 5
 
-// ensureVM makes the SimMachine's VM exist and be initialized, the seed 003
-// way: GetMachineStatus first, CreateMachine only when it says there is no
+// ensureVM makes the SimMachine's VM exist and be initialized, the way the
+// machine controller does for driver Machines (docs/driver-errors.md):
+// GetMachineStatus first, CreateMachine only when it says there is no
 // VM, InitializeMachine when it says Uninitialized; every answer is
 // classified by the driver's recovery table.
 func (r *Reconciler) ensureVM(ctx context.Context, s *scope, userData []byte) (*vmInfo, *callError) {

@@ -1,0 +1,68 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// docsPath is the document that shows the retry table to people.
+var docsPath = filepath.Join("..", "..", "docs", "driver-errors.md")
+
+const (
+	tablesBegin = "<!-- BEGIN GENERATED TABLES: go test ./pkg/driver -run TestDocsShowTheRetryTable with UPDATE_DOCS=1 -->\n"
+	tablesEnd   = "<!-- END GENERATED TABLES -->\n"
+)
+
+// renderTables renders recoveryTable as one markdown table per method,
+// in the order of the methods' documentation.
+func renderTables() string {
+	var b strings.Builder
+	for _, m := range []Method{MethodCreateMachine, MethodInitializeMachine, MethodGetMachineStatus,
+		MethodDeleteMachine, MethodListMachines, MethodGetVolumeIDs, MethodUpdateMachine} {
+		fmt.Fprintf(&b, "\n### %s\n\n| code | action | driver asks for retry | recovery |\n| --- | --- | --- | --- |\n", m)
+		codes := make([]Code, 0, len(recoveryTable[m]))
+		for c := range recoveryTable[m] {
+			codes = append(codes, c)
+		}
+		slices.Sort(codes)
+		for _, c := range codes {
+			o := recoveryTable[m][c]
+			auto := "no"
+			if o.AutoRetry {
+				auto = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c, o.Action, auto, o.Recovery)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// TestDocsShowTheRetryTable fails when docs/driver-errors.md does not show
+// the retry table the code has; UPDATE_DOCS=1 rewrites the section.
+func TestDocsShowTheRetryTable(t *testing.T) {
+	doc, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	i, j := strings.Index(s, tablesBegin), strings.Index(s, tablesEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the generated-tables markers", docsPath)
+	}
+	want := s[:i+len(tablesBegin)] + renderTables() + s[j:]
+	if want == s {
+		return
+	}
+	if os.Getenv("UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(docsPath, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("%s does not show the retry table of retry.go: run with UPDATE_DOCS=1", docsPath)
+}
