@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools generate build lint test e2e bench help demo
+.PHONY: all tools runtime-tools generate build lint test e2e bench help demo
 
 all: build
 
@@ -24,6 +24,14 @@ tools: ## Build the pinned external binaries into bin/ (cached: a second run doe
 
 $(CONTROLLER_GEN) $(STATICCHECK):
 	@bash hack/tools/build.sh $(notdir $@)
+
+# The binaries a running cluster needs: what the demo, the end-to-end
+# scenarios and the benchmark run (kubectl for the commands the demo
+# prints). Generators and linters are built by the targets that use them.
+RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl
+
+runtime-tools: ## Build only the binaries a local cluster runs (what demo, e2e and bench need).
+	@bash hack/tools/build.sh $(RUNTIME_TOOLS)
 
 # The generators hack/generate.sh runs; build.sh rebuilds one only when its
 # pin changed, so this costs nothing once they are built.
@@ -53,11 +61,11 @@ test: tools lint ## Build the tools if missing, lint, and run every test: unit, 
 	go test $(GO_TEST_FLAGS) $(UNIT_PKGS)
 	$(MAKE) e2e
 
-e2e: tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apiserver, KCM, scheduler, kwok, sim, manager).
+e2e: runtime-tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apiserver, KCM, scheduler, kwok, sim, manager).
 	go test -count=1 -timeout=45m -p 1 -v $(E2E_PKG)
 
-bench: tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
+bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)
 
-demo: tools build ## Run Millwright on a local cluster with the simulated cloud (DEMO_EXIT=1: exit once Running).
+demo: runtime-tools build ## Run Millwright on a local cluster with the simulated cloud (DEMO_EXIT=1: exit once Running).
 	$(BIN)/millwright-demo
