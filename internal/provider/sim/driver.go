@@ -68,7 +68,7 @@ func (c *call) namespace() string {
 }
 
 // CreateMachine creates the Machine's VM, or returns the one it already
-// has: one Machine name never gets two VMs.
+// has: one Machine (namespace and name) never gets two VMs.
 func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineRequest) (*driver.CreateMachineResponse, error) {
 	if req == nil {
 		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
