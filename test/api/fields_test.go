@@ -130,6 +130,10 @@ func TestFieldsAreValidatedAsTheCoreAPIDoes(t *testing.T) {
 		cases = append(cases,
 			fieldCase{field + ": key with a space", base, path, map[string]any{"bad key": "v"}, field + ": Invalid value"},
 			fieldCase{field + ": key name over 63 characters", base, path, map[string]any{strings.Repeat("n", 64): "v"}, field + ": Invalid value"},
+			fieldCase{field + ": over 256 KiB in all", base, path,
+				map[string]any{"a": strings.Repeat("x", 200<<10), "b": strings.Repeat("y", 56<<10)}, "annotations may total at most 256 KiB"},
+			fieldCase{field + ": 256 KiB in all", base, path,
+				map[string]any{"a": strings.Repeat("x", 200<<10), "b": strings.Repeat("y", 56<<10-2)}, ""},
 			// The core API checks annotation keys in lower case.
 			fieldCase{field + ": upper-case prefix, longest key, any value", base, path,
 				map[string]any{"Example.COM/Key": "Any value at all: spaces, ünïcode.", longestLabelKey: ""}, ""},
