@@ -153,6 +153,11 @@ func TestFieldsAreValidatedAsTheCoreAPIDoes(t *testing.T) {
 		fieldCase{"maxSurge over int32", validDeployment, ms, int64(1) << 31, "maxSurge must be"},
 		fieldCase{"maxSurge int32 max", validDeployment, ms, int64(1)<<31 - 1, ""},
 
+		fieldCase{"replicas over int32", validDeployment, []string{"spec", "replicas"}, int64(1) << 31, "spec.replicas"},
+		fieldCase{"set replicas over int32", validSet, []string{"spec", "replicas"}, int64(1) << 31, "spec.replicas"},
+		fieldCase{"progressDeadlineSeconds over int32", validDeployment, []string{"spec", "progressDeadlineSeconds"}, int64(1) << 31, "spec.progressDeadlineSeconds"},
+		fieldCase{"maxEvictRetries over int32", validMachine, []string{"spec", "lifecycle", "maxEvictRetries"}, int64(1) << 31, "spec.lifecycle.maxEvictRetries"},
+
 		fieldCase{"empty bootstrap dataSecretName", validMachine, []string{"spec", "bootstrap", "dataSecretName"}, "", "spec.bootstrap.dataSecretName must be a Secret name"},
 		fieldCase{"bootstrap dataSecretName with upper case", validMachine, []string{"spec", "bootstrap", "dataSecretName"}, "Join", "spec.bootstrap.dataSecretName must be a Secret name"},
 		fieldCase{"longest bootstrap dataSecretName", validMachine, []string{"spec", "bootstrap", "dataSecretName"}, strings.Repeat("a", 253), ""},
