@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -94,6 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else {
 		res, err = r.reconcileDelete(ctx, s)
 	}
+	if apierrors.IsConflict(err) {
+		// A write on the version read lost to a newer one (a finalizer
+		// another controller added, our own status from the reconcile
+		// before): decide again from what is there.
+		s.log.V(1).Info("machine changed since it was read; reconciling again", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if s.gone {
 		r.failures.forget(m.UID)
 		r.creates.forget(m.UID)
@@ -126,6 +132,10 @@ type Gate interface {
 	Frozen() (bool, string)
 }
 
+// conflictRetry is how soon a reconcile that lost a write race runs again:
+// long enough for the cache to see the write it lost to.
+const conflictRetry = 200 * time.Millisecond
+
 // frozenRequeue is how soon a Machine skipped while frozen is looked at again.
 const frozenRequeue = 5 * time.Second
 
@@ -136,12 +146,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 			return reconcile.Result{RequeueAfter: frozenRequeue}, nil
 		}
 	}
-	if controllerutil.AddFinalizer(s.machine, v1alpha1.MachineFinalizer) {
-		// Persist the finalizer before any VM exists, so a deleted Machine
-		// always gets the chance to delete its VM.
-		if err := s.patchObject(ctx); err != nil {
-			return reconcile.Result{}, err
-		}
+	// Persist the finalizer before any VM exists, so a deleted Machine
+	// always gets the chance to delete its VM.
+	if _, err := s.setFinalizer(ctx, false); err != nil {
+		return reconcile.Result{}, err
 	}
 	if s.machine.Status.FailureReason != "" {
 		// Terminal: the owner replaces the Machine; nothing else to do.
