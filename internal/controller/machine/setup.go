@@ -51,6 +51,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		return err
 	}
 	r.creates = newCreates(r.Config.MaxConcurrentCreates)
+	if err := mgr.Add(r.creates); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&v1alpha1.Machine{}).
