@@ -71,6 +71,12 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 // Machine is reconciled again when the call ends.
 func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
+	// Recorded before the call starts, so that whoever reads the Machine
+	// (the orphan collection: CreateMayBeInFlight) knows a VM may be on
+	// its way; a stale read conflicts here and starts no create.
+	if err := s.checkpoint(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	req := &driver.CreateMachineRequest{Machine: s.machine.DeepCopy(), MachineClass: d.class, Secret: secret}
 	d.r.creates.start(ctx, req.Machine, func(ctx context.Context) (resp *driver.CreateMachineResponse, err error) {
 		err = d.call(ctx, driver.MethodCreateMachine, func(ctx context.Context) (err error) {

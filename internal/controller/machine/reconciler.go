@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}
-	s.machine.Status.Phase = computePhase(s.machine)
+	s.machine.Status.Phase = ComputePhase(s.machine)
 	s.machine.Status.ObservedGeneration = s.machine.Generation
 	if perr := s.patch(ctx); perr != nil {
 		if apierrors.IsNotFound(perr) {

@@ -98,7 +98,7 @@ func (s *scope) patch(ctx context.Context) error {
 
 // checkpoint writes everything now, in the middle of a reconcile.
 func (s *scope) checkpoint(ctx context.Context) error {
-	s.machine.Status.Phase = computePhase(s.machine)
+	s.machine.Status.Phase = ComputePhase(s.machine)
 	if err := s.patch(ctx); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -14,11 +15,34 @@ func mach(name string, phase v1alpha1.MachinePhase, age time.Duration, annotatio
 		Name: name, Annotations: annotations,
 		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)),
 	}}
+	setPhaseFields(m, phase)
 	m.Status.Phase = phase
 	if withNode {
 		m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: name}
 	}
 	return m
+}
+
+// setPhaseFields sets the fields the machine controller records in phase
+// (the phase itself is only their summary).
+func setPhaseFields(m *v1alpha1.Machine, phase v1alpha1.MachinePhase) {
+	cond := func(t string, s metav1.ConditionStatus, reason string) {
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason})
+	}
+	switch phase {
+	case v1alpha1.PhaseFailed:
+		m.Status.FailureReason = "HealthTimeout"
+	case v1alpha1.PhaseCrashLoopBackOff:
+		m.Status.LastOperation = v1alpha1.LastOperation{Type: v1alpha1.OperationCreate, State: v1alpha1.OperationFailed}
+	case v1alpha1.PhaseUnknown:
+		m.Status.UnhealthySince = &metav1.Time{}
+	case v1alpha1.PhaseRunning:
+		cond(v1alpha1.ReadyCondition, metav1.ConditionTrue, "Running")
+	case v1alpha1.PhaseProvisioned:
+		cond(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, "Provisioned")
+	case v1alpha1.PhaseProvisioning:
+		cond(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, "Creating")
+	}
 }
 
 func names(ms []*v1alpha1.Machine) []string {
@@ -58,6 +82,15 @@ func TestVictimOrder(t *testing.T) {
 				mach("crash", v1alpha1.PhaseCrashLoopBackOff, time.Hour, nil, false),
 				mach("failed", v1alpha1.PhaseFailed, time.Hour, nil, true),
 			}, v1alpha1.DeletePolicyRandom, []string{"failed", "crash", "unknown", "pending", "provisioned", "running"}},
+		{"the fields decide, not status.phase: a Machine that failed since its phase was written goes first",
+			[]*v1alpha1.Machine{
+				mach("a-running", running, time.Hour, nil, true),
+				func() *v1alpha1.Machine {
+					m := mach("b-failed-since", running, time.Hour, nil, true)
+					m.Status.FailureReason = "HealthTimeout" // the phase still says Running
+					return m
+				}(),
+			}, v1alpha1.DeletePolicyOldest, []string{"b-failed-since", "a-running"}},
 		{"in one phase, Machines without a Node go first",
 			[]*v1alpha1.Machine{
 				mach("with-node", v1alpha1.PhaseUnknown, time.Hour, nil, true),
