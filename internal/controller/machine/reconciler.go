@@ -113,9 +113,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, nil
 		}
 		if apierrors.IsConflict(perr) {
-			// Read from a cache behind the Machine (see scope.patch): redo.
+			// Read from a cache behind the Machine (see scope.patch): redo
+			// once the cache has caught up with the write we lost to.
 			s.log.V(1).Info("machine changed since it was read; reconciling again")
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching machine status: %w", perr)
 	}

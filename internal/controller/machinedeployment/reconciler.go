@@ -65,9 +65,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if apierrors.IsConflict(perr) {
 			// Read from a cache behind the deployment (our own last
-			// write, most often): decide again from what is there.
+			// write, most often): decide again from what is there, after
+			// conflictRetry — or, when a step failed too, after the error
+			// backoff, which controller-runtime applies to an error and
+			// which starts shorter (a result beside an error is ignored).
 			s.log.V(1).Info("status write conflict, retrying", "error", perr.Error())
-			return reconcile.Result{RequeueAfter: conflictRetry}, err
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}

@@ -91,8 +91,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// available count). A conflict means: decide again from fresh state.
 	err = r.Client.Status().Patch(ctx, s.ms, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
+		// Decide again from fresh state after conflictRetry — or, when
+		// scaling failed too, after the error backoff, which
+		// controller-runtime applies to an error (a result beside an
+		// error is ignored) and which starts shorter.
 		s.log.V(1).Info("MachineSet changed since it was read; reconciling again")
-		return reconcile.Result{RequeueAfter: conflictRetry}, scaleErr
+		if scaleErr != nil {
+			return reconcile.Result{}, scaleErr
+		}
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if err != nil {
 		return res, client.IgnoreNotFound(err)
