@@ -33,6 +33,7 @@ const (
 	FailureHealthTimeout   = "HealthTimeout"
 	FailureCreateError     = "CreateError"
 	FailureNodeDeleteAsked = "NodeTriggerDeletion"
+	FailureVMLost          = "VMLost"
 )
 
 // pendingReasons are InfrastructureReady/BootstrapReady reasons that mean a

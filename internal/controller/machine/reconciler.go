@@ -168,7 +168,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 		return r.checkCreationTimeout(s), nil
 	}
 	res, err := infra.ensure(ctx, s)
-	if err != nil || !s.infrastructureReady() {
+	if err != nil || s.stop || !s.infrastructureReady() {
 		return requeue.Soonest(res, r.checkCreationTimeout(s)), err
 	}
 
