@@ -26,6 +26,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/names"
 )
 
 // DefaultMaxCreationWindow caps how many Machines of one MachineSet may be
@@ -336,7 +337,7 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 	}
 	t := ms.Spec.Template
 	m := &v1alpha1.Machine{}
-	m.Name = ms.Name + "-" + string(suffix)
+	m.Name = names.Join(ms.Name, string(suffix), names.MaxLabelValue) // becomes its Node's name and hostname label
 	m.Namespace = ms.Namespace
 	m.Labels = map[string]string{v1alpha1.MachineSetNameLabel: ms.Name}
 	for k, v := range t.Metadata.Labels {

@@ -45,7 +45,7 @@ func setPhaseFields(m *v1alpha1.Machine, phase v1alpha1.MachinePhase) {
 	}
 }
 
-func names(ms []*v1alpha1.Machine) []string {
+func namesOf(ms []*v1alpha1.Machine) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, m.Name)
@@ -108,7 +108,7 @@ func TestVictimOrder(t *testing.T) {
 		}, v1alpha1.DeletePolicyNewest, []string{"young", "middle", "old"}},
 	}
 	for _, tc := range cases {
-		got := names(victims(tc.machines, len(tc.machines), tc.policy))
+		got := namesOf(victims(tc.machines, len(tc.machines), tc.policy))
 		if len(got) != len(tc.want) {
 			t.Fatalf("%s: got %v", tc.name, got)
 		}
@@ -126,12 +126,12 @@ func TestRandomPolicyIsStableAndTakesN(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		ms = append(ms, mach(n, v1alpha1.PhaseRunning, time.Hour, nil, true))
 	}
-	first := names(victims(ms, 2, v1alpha1.DeletePolicyRandom))
+	first := namesOf(victims(ms, 2, v1alpha1.DeletePolicyRandom))
 	reversed := append([]*v1alpha1.Machine(nil), ms...)
 	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
 		reversed[i], reversed[j] = reversed[j], reversed[i]
 	}
-	again := names(victims(reversed, 2, v1alpha1.DeletePolicyRandom))
+	again := namesOf(victims(reversed, 2, v1alpha1.DeletePolicyRandom))
 	if len(first) != 2 || first[0] != again[0] || first[1] != again[1] {
 		t.Fatalf("Random picked %v, then %v from the same Machines", first, again)
 	}
