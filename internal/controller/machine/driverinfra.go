@@ -76,10 +76,15 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 // checkProvisioned looks for the VM of a Machine that has one but no Node
 // yet, every HealthResync until the Node is Ready: nothing else would see
 // the VM vanish before the creation timeout (a Running Machine's Node
-// tells). Only NotFound acts (see vmLost); any other answer waits for the
-// next check, since the VM was made and nothing needs doing.
+// tells). The first look is one HealthResync after the VM was made, not
+// at once: a cloud's API may not list a VM it has just made. Only
+// NotFound acts (see vmLost); any other answer waits for the next check,
+// since the VM was made and nothing needs doing.
 func (d *driverInfra) checkProvisioned(ctx context.Context, s *scope) (reconcile.Result, error) {
 	next := reconcile.Result{RequeueAfter: d.r.Config.HealthResync}
+	if since := s.now.Sub(s.condition(v1alpha1.InfrastructureReadyCondition).LastTransitionTime.Time); since < d.r.Config.HealthResync {
+		return reconcile.Result{RequeueAfter: d.r.Config.HealthResync - since}, nil
+	}
 	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
 	if err != nil {
 		s.log.V(1).Info("cannot check the VM of a Machine waiting for its Node", "error", err.Error())
