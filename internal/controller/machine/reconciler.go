@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	s.recordPhaseChange()
 	s.emitSucceeded()
-	return res, err
+	return requeue.Result(res, err)
 }
 
 // Gate reports whether the manager is frozen, and why.

@@ -53,7 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res, err = reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if s.skipStatus {
-		return res, err
+		return requeue.Result(res, err)
 	}
 	res = requeue.Soonest(res, r.updateStatus(s))
 	if perr := s.patchDeployment(ctx); perr != nil {
@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}
-	return res, err
+	return requeue.Result(res, err)
 }
 
 // reconcileSteps runs the steps in order until one stops the reconcile.

@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res = reconcile.Result{RequeueAfter: time.Second}
 	}
 	if err := r.propagate(ctx, s); err != nil {
-		return res, err
+		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
 	// Only on the version read: a reconcile that read the cache before the
@@ -105,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return res, client.IgnoreNotFound(err)
 	}
-	return requeue.Soonest(res, statusRes), scaleErr
+	return requeue.Result(requeue.Soonest(res, statusRes), scaleErr)
 }
 
 // scope is one reconcile of one MachineSet.
