@@ -10,6 +10,9 @@ const (
 
 	// MachineFinalizer holds a Machine until its VM and its Node are gone.
 	MachineFinalizer = GroupName + "/machine"
+	// MachineClassFinalizer holds a MachineClass while Machines, MachineSets
+	// or MachineDeployments use it: without it no VM of its Machines could be deleted.
+	MachineClassFinalizer = GroupName + "/machineclass"
 
 	// MachineSetNameLabel on a Machine names the MachineSet that created it.
 	MachineSetNameLabel = GroupName + "/set-name"

@@ -105,12 +105,29 @@ type MachineClassStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions of the class, such as whether its driver is available.
+	// Machines is how many Machines use the class (being deleted ones
+	// included: deleting their VMs needs it).
+	// +optional
+	Machines int32 `json:"machines,omitempty"`
+
+	// Conditions of the class: DriverAvailable (the manager has a driver
+	// for spec.provider) and InUse (Machines, MachineSets or
+	// MachineDeployments reference it, so its deletion waits).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// MachineClass condition types.
+const (
+	// DriverAvailableCondition is True when the manager has a driver
+	// registered for the class's spec.provider.
+	DriverAvailableCondition = "DriverAvailable"
+	// InUseCondition is True while Machines, MachineSets or
+	// MachineDeployments reference the class.
+	InUseCondition = "InUse"
+)
 
 // MachineClass is a reusable description of VMs for one driver: the driver's
 // providerSpec, the Secrets with user data and credentials, and what a Node
@@ -120,6 +137,7 @@ type MachineClassStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=mcc,categories=millwright
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
+// +kubebuilder:printcolumn:name="Machines",type=integer,JSONPath=`.status.machines`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MachineClass struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -195,6 +195,7 @@ type MachineDeploymentStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mcd,categories=millwright
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a MachineDeployment's name is at most 63 characters: it is the value of its Machines' machine.millwright.dev/deployment-name label"
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=`.status.updatedReplicas`

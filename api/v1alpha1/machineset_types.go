@@ -98,6 +98,7 @@ type MachineSetStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mcs,categories=millwright
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a MachineSet's name is at most 63 characters: it is the value of its Machines' machine.millwright.dev/set-name label"
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`

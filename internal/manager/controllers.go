@@ -11,6 +11,7 @@ import (
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/controller/machineclass"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
@@ -59,8 +60,21 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := sc.SetupWithManager(ctx, mgr, target); err != nil {
 		return fmt.Errorf("safety controller: %w", err)
 	}
+	mc := &machineclass.Reconciler{
+		Client:    mgr.GetClient(),
+		Recorder:  mgr.GetEventRecorder("machineclass-controller"),
+		Providers: func(p string) bool { _, ok := ds.byName[p]; return ok },
+	}
+	if err := mc.SetupWithManager(ctx, mgr, machineClassWorkers); err != nil {
+		return fmt.Errorf("machineclass controller: %w", err)
+	}
 	return setupTokenBootstrap(mgr, target, targetAPI, o)
 }
+
+// machineClassWorkers are the MachineClass controller's concurrent
+// reconciles: three indexed cache reads each, when a class's users come
+// and go.
+const machineClassWorkers = 2
 
 // tokenBootstrapWorkers are the TokenBootstrapConfig controller's
 // concurrent reconciles: a few API calls each, and only at Machine

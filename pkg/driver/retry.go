@@ -169,7 +169,7 @@ var recoveryTable = map[Method]map[Code]Outcome{
 		DeadlineExceeded: row(Retry, true, retryLater),
 		NotFound:         row(SkipStep, false, "The VM is gone; the health check replaces the Machine"),
 		Aborted:          row(Retry, true, waitPending),
-		Unimplemented:    row(SkipStep, false, "Hot update is not supported by this driver; log and skip"),
+		Unimplemented:    row(SkipStep, false, "Hot update is not supported by this driver; the change stays unapplied and is offered again after the backoff"),
 		Internal:         row(Terminal, false, manualFix),
 		Unavailable:      row(Retry, true, retryLater),
 	},

@@ -64,8 +64,9 @@ var wantGrants = slices.Concat(
 	// The machine, MachineSet and MachineDeployment controllers.
 	grants("ClusterRole millwright-manager", mwGroup, "machines;machinesets", "get;list;watch;create;patch;delete"),
 	grants("ClusterRole millwright-manager", mwGroup, "machinedeployments", "get;list;watch;patch"),
-	grants("ClusterRole millwright-manager", mwGroup, "machineclasses", "get;list;watch"),
-	grants("ClusterRole millwright-manager", mwGroup, "machines/status;machinesets/status;machinedeployments/status", "patch"),
+	// The MachineClass controller patches a class's finalizer and status.
+	grants("ClusterRole millwright-manager", mwGroup, "machineclasses", "get;list;watch;patch"),
+	grants("ClusterRole millwright-manager", mwGroup, "machines/status;machinesets/status;machinedeployments/status;machineclasses/status", "patch"),
 	grants("ClusterRole millwright-manager", mwGroup, "machinesets/finalizers;machinedeployments/finalizers", "update"),
 	grants("ClusterRole millwright-manager", "", "secrets;persistentvolumeclaims;persistentvolumes", "get"),
 	// User-data Secrets of TokenBootstrapConfigs, in the config's namespace
@@ -260,7 +261,7 @@ func TestServiceAccountIsAuthorized(t *testing.T) {
 		{namespace: "tenant-a", resource: "events", verb: "create"},
 		{namespace: "tenant-a", group: mwGroup, resource: "machines", verb: "update"},
 		{namespace: "tenant-a", group: mwGroup, resource: "machines", verb: "deletecollection"},
-		{namespace: "tenant-a", group: mwGroup, resource: "machineclasses", verb: "patch"},
+		{namespace: "tenant-a", group: mwGroup, resource: "machineclasses", verb: "update"},
 		{namespace: "tenant-a", resource: "pods", verb: "get"},
 		{namespace: "tenant-a", resource: "pods", verb: "create"},
 		{namespace: "tenant-a", resource: "configmaps", verb: "get"},

@@ -59,6 +59,9 @@ type Options struct {
 	// Machine edits the machine controller before it is set up (a safety
 	// Gate, an orphan hook, ...).
 	Machine func(*machine.Reconciler)
+	// Manager edits the options of each manager the harness starts (a
+	// reconciliation timeout, ...).
+	Manager func(*ctrl.Options)
 }
 
 // Harness is one test's world.
@@ -122,12 +125,16 @@ func New(t *testing.T, opts Options) *Harness {
 // Options.Controllers) for the harness's namespace.
 func (h *Harness) StartManager() {
 	h.T.Helper()
-	mgr, err := ctrl.NewManager(Env.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:     Env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.NS: {}}},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	if h.opts.Manager != nil {
+		h.opts.Manager(&opts)
+	}
+	mgr, err := ctrl.NewManager(Env.Config, opts)
 	if err != nil {
 		h.T.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/pkg/driver"
@@ -18,6 +19,11 @@ import (
 // starts the call here and returns; when the call ends its result waits
 // here and the Machine is enqueued again to pick it up.
 //
+// The calls run under a context of their own, not the reconcile's: that
+// one ends with the reconcile (or at the manager's reconciliation
+// timeout), long before a VM is made. Theirs ends only when the manager
+// stops (see Start); each call is bounded by the driver call timeout.
+//
 // Nothing of this survives a restart, and need not: a Machine whose create
 // was in flight is looked up with GetMachineStatus again, which finds the
 // VM if the create went through, exactly as after a crash in the middle of
@@ -28,6 +34,9 @@ type creates struct {
 	slots chan struct{}
 	// wake enqueues a Machine whose call ended (a source of the controller).
 	wake chan event.GenericEvent
+	// ctx is the calls' context, cancelled by stop.
+	ctx  context.Context
+	stop context.CancelFunc
 
 	mu    sync.Mutex
 	calls map[types.UID]*createCall
@@ -44,18 +53,29 @@ type createCall struct {
 }
 
 func newCreates(concurrency int) *creates {
+	ctx, stop := context.WithCancel(context.Background())
 	return &creates{
 		slots: make(chan struct{}, max(concurrency, 1)),
 		wake:  make(chan event.GenericEvent, 1024),
+		ctx:   ctx,
+		stop:  stop,
 		calls: map[types.UID]*createCall{},
 	}
 }
 
+// Start is a manager Runnable: it cancels the calls still running when the
+// manager stops.
+func (c *creates) Start(ctx context.Context) error {
+	<-ctx.Done()
+	c.stop()
+	return nil
+}
+
 // start runs call for m unless one is known for it already. m must be a
-// copy nobody mutates: the call reads it while the reconcile goes on. ctx
-// must outlive the reconcile (controller-runtime's reconcile context is
-// the manager's, cancelled only when the manager stops).
-func (c *creates) start(ctx context.Context, m *v1alpha1.Machine, call func(context.Context) (*driver.CreateMachineResponse, error)) {
+// copy nobody mutates: the call reads it while the reconcile goes on.
+// reconcileCtx only lends the call its logger: the call outlives the
+// reconcile.
+func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, call func(context.Context) (*driver.CreateMachineResponse, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.calls[m.UID]; ok {
@@ -63,17 +83,9 @@ func (c *creates) start(ctx context.Context, m *v1alpha1.Machine, call func(cont
 	}
 	cc := &createCall{}
 	c.calls[m.UID] = cc
+	ctx := log.IntoContext(c.ctx, log.FromContext(reconcileCtx))
 	go func() {
-		select {
-		case c.slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		var resp *driver.CreateMachineResponse
-		err := ctx.Err()
-		if err == nil {
-			resp, err = call(ctx)
-			<-c.slots
-		}
+		resp, err := c.run(ctx, call)
 		c.mu.Lock()
 		cc.done, cc.resp, cc.err = true, resp, err
 		abandoned := cc.abandoned
@@ -89,6 +101,21 @@ func (c *creates) start(ctx context.Context, m *v1alpha1.Machine, call func(cont
 		case <-ctx.Done():
 		}
 	}()
+}
+
+// run makes the call once it has a slot, and gives the slot back on every
+// path: a slot taken just as ctx ends is released, not kept forever.
+func (c *creates) run(ctx context.Context, call func(context.Context) (*driver.CreateMachineResponse, error)) (*driver.CreateMachineResponse, error) {
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-c.slots }()
+	if err := ctx.Err(); err != nil {
+		return nil, err // both were ready and select took the slot
+	}
+	return call(ctx)
 }
 
 // inFlight reports whether a create for the Machine is running or waiting

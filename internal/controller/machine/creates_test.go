@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
@@ -62,4 +63,19 @@ func waitCreating(h *controllertest.Harness, name string) {
 		c := meta.FindStatusCondition(h.Get(name).Status.Conditions, v1alpha1.InfrastructureReadyCondition)
 		return c != nil && c.Reason == machine.ReasonCreating, nil
 	})
+}
+
+// A create takes longer than the manager's reconciliation timeout, which
+// bounds every reconcile's context: it still makes its VM, as it runs under
+// a context of its own.
+func TestCreatesOutliveTheReconciliationTimeout(t *testing.T) {
+	h := controllertest.New(t, controllertest.Options{Manager: func(o *ctrl.Options) {
+		o.Controller.ReconciliationTimeout = time.Second
+	}})
+	h.Class("slowish", `{"region":"local","zones":["local-a"],"faults":{"create":{"latency":"3s"}}}`)
+	h.Machine("m", "slowish", nil)
+	h.WaitPhase("m", v1alpha1.PhaseRunning, 60*time.Second)
+	if n := len(h.Sim.Cloud().History()); n != 1 {
+		t.Fatalf("%d VMs were ever created; want 1", n)
+	}
 }

@@ -215,8 +215,7 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (reconcile.Result, error) {
-	controllerutil.RemoveFinalizer(s.machine, v1alpha1.MachineFinalizer)
-	if err := s.patchObject(ctx); err != nil {
+	if _, err := s.setFinalizer(ctx, true); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	s.log.Info("machine deleted")

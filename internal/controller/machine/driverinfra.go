@@ -29,7 +29,10 @@ type driverInfra struct {
 
 func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" {
-		return reconcile.Result{}, nil // steady state: no driver calls
+		if s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
+			return reconcile.Result{}, nil // steady state: its Node tells its health
+		}
+		return d.checkProvisioned(ctx, s)
 	}
 	if d.r.creates.inFlight(s.machine.UID) {
 		return reconcile.Result{}, nil // its end enqueues the Machine
@@ -56,6 +59,9 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, s.machine.Status.LastKnownState)
 		return d.provisioned(s), nil
 	case driver.CreateVM:
+		if vmLost(s, err) {
+			return reconcile.Result{}, nil
+		}
 		return d.create(ctx, s, secret)
 	case driver.InitializeVM:
 		return d.initialize(ctx, s, secret)
@@ -67,10 +73,60 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	}
 }
 
+// checkProvisioned looks for the VM of a Machine that has one but no Node
+// yet, every HealthResync until the Node is Ready: nothing else would see
+// the VM vanish before the creation timeout (a Running Machine's Node
+// tells). The first look is one HealthResync after the VM was made, not
+// at once: a cloud's API may not list a VM it has just made. Only
+// NotFound acts (see vmLost); any other answer waits for the next check,
+// since the VM was made and nothing needs doing.
+func (d *driverInfra) checkProvisioned(ctx context.Context, s *scope) (reconcile.Result, error) {
+	next := reconcile.Result{RequeueAfter: d.r.Config.HealthResync}
+	if since := s.now.Sub(s.condition(v1alpha1.InfrastructureReadyCondition).LastTransitionTime.Time); since < d.r.Config.HealthResync {
+		return reconcile.Result{RequeueAfter: d.r.Config.HealthResync - since}, nil
+	}
+	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
+	if err != nil {
+		s.log.V(1).Info("cannot check the VM of a Machine waiting for its Node", "error", err.Error())
+		return next, nil
+	}
+	err = d.call(ctx, driver.MethodGetMachineStatus, func(ctx context.Context) error {
+		_, err := d.drv.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
+		return err
+	})
+	if vmLost(s, err) {
+		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		s.log.V(1).Info("checking the VM of a Machine waiting for its Node", "error", err.Error())
+	}
+	return next, nil
+}
+
+// vmLost fails a Machine whose VM the driver no longer finds (NotFound)
+// although a create went through (the providerID is recorded), and
+// reports whether it did. The retry table's CreateVM for NotFound is about
+// a Machine that has no VM yet: making a second one for a Machine whose
+// VM vanished would leave its providerID, Node and addresses naming the
+// lost one. The Machine's owner replaces it, as for any failed Machine.
+func vmLost(s *scope, err error) bool {
+	if s.machine.Spec.ProviderID == "" || driver.CodeOf(err) != driver.NotFound {
+		return false
+	}
+	s.fail(FailureVMLost, fmt.Sprintf("the VM %s no longer exists: GetMachineStatus answered NotFound (%s)", s.machine.Spec.ProviderID, driver.MessageOf(err)))
+	return true
+}
+
 // create starts the CreateMachine call (see creates) and returns; the
 // Machine is reconciled again when the call ends.
 func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
+	// Recorded before the call starts, so that whoever reads the Machine
+	// (the orphan collection: CreateMayBeInFlight) knows a VM may be on
+	// its way; a stale read conflicts here and starts no create.
+	if err := s.checkpoint(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	req := &driver.CreateMachineRequest{Machine: s.machine.DeepCopy(), MachineClass: d.class, Secret: secret}
 	d.r.creates.start(ctx, req.Machine, func(ctx context.Context) (resp *driver.CreateMachineResponse, err error) {
 		err = d.call(ctx, driver.MethodCreateMachine, func(ctx context.Context) (err error) {

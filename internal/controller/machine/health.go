@@ -87,7 +87,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 	if s.now.Before(deadline) {
 		return reconcile.Result{RequeueAfter: until(s.now, deadline)}, nil
 	}
-	allowed, why, err := r.replacementAllowed(ctx, m)
+	allowed, why, err := r.replacementAllowed(ctx, m, s.now)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -133,8 +133,9 @@ func waitingForNode(m *v1alpha1.Machine) string {
 //
 // Concurrent reconciles read a cache that does not yet show each other's
 // decisions, so the decisions are also kept in a ledger, and the check and
-// the record happen under one lock.
-func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine) (bool, string, error) {
+// the record happen under one lock. now is the reconcile's time, from the
+// reconciler's clock, which also ages the ledger.
+func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine, now time.Time) (bool, string, error) {
 	limit := r.Config.MaxConcurrentReplacements
 	var group client.MatchingLabels
 	if md := m.Labels[v1alpha1.MachineDeploymentNameLabel]; md != "" {
@@ -173,7 +174,7 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 		// Forgotten once the cache shows the decision, or the Machine is
 		// gone altogether (replaced faster than the next check), or its
 		// write was lost.
-		if inFlight[name] || !exists[name] || time.Since(at) > ledgerTTL {
+		if inFlight[name] || !exists[name] || now.Sub(at) > ledgerTTL {
 			delete(pending, name)
 			continue
 		}
@@ -184,7 +185,7 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 	if int32(len(inFlight)) >= limit {
 		return false, fmt.Sprintf("%d Machine(s) of the same group are already being replaced (limit %d)", len(inFlight), limit), nil
 	}
-	pending[m.Name] = time.Now()
+	pending[m.Name] = now
 	return true, "", nil
 }
 

@@ -46,14 +46,14 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 		})
 		return err
 	})
-	switch driver.ClassifyError(driver.MethodUpdateMachine, err).Action {
-	case driver.Continue:
-		s.operation(v1alpha1.OperationUpdate, v1alpha1.OperationSucceeded, "", "applied the changed providerSpec of MachineClass "+d.class.Name+" in place")
-	case driver.SkipStep:
-		s.log.Info("hot update skipped", "reason", driver.MessageOf(err))
-	default:
+	if driver.ClassifyError(driver.MethodUpdateMachine, err).Action != driver.Continue {
+		// A skipped update (Unimplemented, NotFound) is not an applied one:
+		// the annotation keeps the spec the VM really has, and the change
+		// is offered again after the backoff, so a driver that implements
+		// UpdateMachine later still receives it.
 		return r.failed(s, v1alpha1.OperationUpdate, driver.MethodUpdateMachine, err), nil
 	}
+	s.operation(v1alpha1.OperationUpdate, v1alpha1.OperationSucceeded, "", "applied the changed providerSpec of MachineClass "+d.class.Name+" in place")
 	return reconcile.Result{}, r.recordAppliedSpec(ctx, s, want)
 }
 

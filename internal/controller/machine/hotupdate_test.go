@@ -2,6 +2,7 @@ package machine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +59,30 @@ func TestClassChangeIsAppliedInPlace(t *testing.T) {
 	if h.Get("m").Spec.ProviderID != before.Spec.ProviderID {
 		t.Fatal("the providerID changed")
 	}
+}
+
+// A driver that skips an update (Unimplemented) has not applied it: the
+// change is offered again, and reaches the driver once it implements
+// UpdateMachine (here: from its second call on).
+func TestSkippedClassChangeIsOfferedAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	const faults = `"faults":{"update":{"code":"Unimplemented","count":1}}`
+	class := h.Class("tagged", `{"region":"local","zones":["local-a"],"tags":{"team":"infra"},`+faults+`}`)
+	h.Machine("m", "tagged", nil)
+	h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+
+	patch := client.MergeFrom(class.DeepCopy())
+	class.Spec.ProviderSpec = runtime.RawExtension{Raw: []byte(`{"region":"local","zones":["local-a"],"tags":{"team":"payments"},` + faults + `}`)}
+	if err := controllertest.Env.Client.Patch(context.Background(), class, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually(20*time.Second, "the VM to carry the new tag after the skipped update", func() (bool, error) {
+		vm := h.VMs("m")[0]
+		return vm.Updates == 1 && vm.Tags["team"] == "payments", nil
+	})
+	h.Eventually(10*time.Second, "the new spec recorded as applied", func() (bool, error) {
+		m := h.Get("m")
+		return strings.Contains(m.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation], "payments") &&
+			m.Status.LastOperation.Type == v1alpha1.OperationUpdate && m.Status.LastOperation.State == v1alpha1.OperationSucceeded, nil
+	})
 }

@@ -254,3 +254,27 @@ func TestMeltdownForgetsMachinesGoneFast(t *testing.T) {
 	}
 	h.WaitPhase("b", v1alpha1.PhaseFailed, 15*time.Second)
 }
+
+// A VM that vanishes while its Machine waits for its Node is noticed at
+// the next check (HealthResync), not at the creation timeout: the Machine
+// fails, to be replaced, and no second VM is made for it.
+func TestVMLostBeforeTheNodeJoinedFailsTheMachine(t *testing.T) {
+	h := newHarness(t, func(c *machine.Config) { c.HealthResync = time.Second })
+	h.Class("slowboot", `{"region":"local","zones":["local-a"],"bootDelay":"1h"}`)
+	h.Machine("m", "slowboot", nil)
+	h.WaitPhase("m", v1alpha1.PhaseProvisioned, 30*time.Second)
+	vms := h.VMs("m")
+	if len(vms) != 1 {
+		t.Fatalf("%d VMs for the Machine", len(vms))
+	}
+	if _, err := h.Sim.Cloud().DeleteVM(vms[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	m := h.WaitPhase("m", v1alpha1.PhaseFailed, 20*time.Second)
+	if m.Status.FailureReason != machine.FailureVMLost {
+		t.Errorf("failureReason = %q; want %s", m.Status.FailureReason, machine.FailureVMLost)
+	}
+	if n := len(h.Sim.Cloud().History()); n != 1 {
+		t.Fatalf("%d VMs were ever created for the Machine; want 1", n)
+	}
+}

@@ -102,7 +102,9 @@ func (r *Reconciler) syncNode(ctx context.Context, s *scope) (reconcile.Result, 
 	}
 	err := r.Target.Patch(ctx, node, client.MergeFromWithOptions(s.node, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil // the Node changed under us; redo from a fresh copy
+		// The Node changed under us: redo from a fresh copy once the cache
+		// has it (its watch event most likely wakes us before).
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

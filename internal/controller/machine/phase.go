@@ -2,6 +2,7 @@ package machine
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/contract"
@@ -32,6 +33,7 @@ const (
 	FailureHealthTimeout   = "HealthTimeout"
 	FailureCreateError     = "CreateError"
 	FailureNodeDeleteAsked = "NodeTriggerDeletion"
+	FailureVMLost          = "VMLost"
 )
 
 // pendingReasons are InfrastructureReady/BootstrapReady reasons that mean a
@@ -43,9 +45,12 @@ var pendingReasons = map[string]bool{
 	contract.ReasonForbidden: true, contract.ReasonOwnedElsewhere: true,
 }
 
-// computePhase summarises a Machine's fields and conditions as a phase. It
-// is the only place phases are decided, and nothing decides from them.
-func computePhase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
+// ComputePhase summarises a Machine's fields and conditions as a phase. It
+// is the only place phases are decided. Nothing decides from
+// status.phase, written at the end of a reconcile and so possibly behind
+// the fields written with it or after it: a controller that needs a phase
+// computes it from the fields with this function.
+func ComputePhase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
 	conds := m.Status.Conditions
 	infra := meta.FindStatusCondition(conds, v1alpha1.InfrastructureReadyCondition)
 	boot := meta.FindStatusCondition(conds, v1alpha1.BootstrapReadyCondition)
@@ -70,4 +75,23 @@ func computePhase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
 		return v1alpha1.PhasePending
 	}
 	return v1alpha1.PhaseProvisioning
+}
+
+// CreateMayBeInFlight reports whether a VM for m may exist, or be on its
+// way, that m does not record as its own: m has no providerID yet (its
+// create may be running), its InfrastructureReady condition says a create
+// was started (again, for a VM that was lost), or its last create or
+// initialization failed (a create may have half-succeeded; the retry looks
+// for that VM). It decides from the fields the controller records around
+// CreateMachine, never from status.phase.
+func CreateMayBeInFlight(m *v1alpha1.Machine) bool {
+	if m.Spec.ProviderID == "" {
+		return true
+	}
+	if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.InfrastructureReadyCondition); c != nil &&
+		c.Status != metav1.ConditionTrue && c.Reason == ReasonCreating {
+		return true
+	}
+	op := m.Status.LastOperation
+	return op.State == v1alpha1.OperationFailed && (op.Type == v1alpha1.OperationCreate || op.Type == v1alpha1.OperationInitialize)
 }

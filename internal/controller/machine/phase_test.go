@@ -60,7 +60,7 @@ func TestComputePhase(t *testing.T) {
 	for _, tc := range cases {
 		m := &v1alpha1.Machine{}
 		tc.edit(m)
-		if got := computePhase(m); got != tc.phase {
+		if got := ComputePhase(m); got != tc.phase {
 			t.Errorf("%s: phase = %s; want %s", tc.name, got, tc.phase)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -94,22 +93,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else {
 		res, err = r.reconcileDelete(ctx, s)
 	}
+	if apierrors.IsConflict(err) {
+		// A write on the version read lost to a newer one (a finalizer
+		// another controller added, our own status from the reconcile
+		// before): decide again from what is there.
+		s.log.V(1).Info("machine changed since it was read; reconciling again", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if s.gone {
 		r.failures.forget(m.UID)
 		r.creates.forget(m.UID)
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}
-	s.machine.Status.Phase = computePhase(s.machine)
+	s.machine.Status.Phase = ComputePhase(s.machine)
 	s.machine.Status.ObservedGeneration = s.machine.Generation
 	if perr := s.patch(ctx); perr != nil {
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil
 		}
 		if apierrors.IsConflict(perr) {
-			// Read from a cache behind the Machine (see scope.patch): redo.
+			// Read from a cache behind the Machine (see scope.patch): redo
+			// once the cache has caught up with the write we lost to.
 			s.log.V(1).Info("machine changed since it was read; reconciling again")
-			return reconcile.Result{Requeue: true}, nil
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching machine status: %w", perr)
 	}
@@ -118,13 +125,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	s.recordPhaseChange()
 	s.emitSucceeded()
-	return res, err
+	return requeue.Result(res, err)
 }
 
 // Gate reports whether the manager is frozen, and why.
 type Gate interface {
 	Frozen() (bool, string)
 }
+
+// conflictRetry is how soon a reconcile that lost a write race runs again:
+// long enough for the cache to see the write it lost to.
+const conflictRetry = 200 * time.Millisecond
 
 // frozenRequeue is how soon a Machine skipped while frozen is looked at again.
 const frozenRequeue = 5 * time.Second
@@ -136,12 +147,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 			return reconcile.Result{RequeueAfter: frozenRequeue}, nil
 		}
 	}
-	if controllerutil.AddFinalizer(s.machine, v1alpha1.MachineFinalizer) {
-		// Persist the finalizer before any VM exists, so a deleted Machine
-		// always gets the chance to delete its VM.
-		if err := s.patchObject(ctx); err != nil {
-			return reconcile.Result{}, err
-		}
+	// Persist the finalizer before any VM exists, so a deleted Machine
+	// always gets the chance to delete its VM.
+	if _, err := s.setFinalizer(ctx, false); err != nil {
+		return reconcile.Result{}, err
 	}
 	if s.machine.Status.FailureReason != "" {
 		// Terminal: the owner replaces the Machine; nothing else to do.
@@ -159,7 +168,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 		return r.checkCreationTimeout(s), nil
 	}
 	res, err := infra.ensure(ctx, s)
-	if err != nil || !s.infrastructureReady() {
+	if err != nil || s.stop || !s.infrastructureReady() {
 		return requeue.Soonest(res, r.checkCreationTimeout(s)), err
 	}
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 )
 
 // scope is everything one reconcile of one Machine knows and changes. Steps
@@ -47,7 +48,7 @@ type succeededOps struct {
 	descriptions []string
 }
 
-// patchObject writes metadata and spec changes (finalizers, providerID,
+// patchObject writes metadata and spec changes (providerID, owner,
 // annotations) at once, so they are never lost when a later step fails.
 func (s *scope) patchObject(ctx context.Context) error {
 	if equality.Semantic.DeepEqual(s.original.ObjectMeta, s.machine.ObjectMeta) &&
@@ -64,6 +65,19 @@ func (s *scope) patchObject(ctx context.Context) error {
 	s.original.ObjectMeta = *s.machine.ObjectMeta.DeepCopy()
 	s.original.Spec = *s.machine.Spec.DeepCopy()
 	return nil
+}
+
+// setFinalizer adds (or, with remove, removes) the Machine's finalizer
+// through package finalizer: only if the Machine did not change since this
+// reconcile read it, so a finalizer another controller added meanwhile is
+// never dropped; a Conflict redoes the reconcile. Both copies take the
+// written list, so patchObject never carries finalizers (a merge patch
+// replaces the list whole).
+func (s *scope) setFinalizer(ctx context.Context, remove bool) (bool, error) {
+	if remove {
+		return finalizer.Remove(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.original)
+	}
+	return finalizer.Add(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.original)
 }
 
 // patch writes all changes: metadata/spec, then status.
@@ -84,7 +98,7 @@ func (s *scope) patch(ctx context.Context) error {
 
 // checkpoint writes everything now, in the middle of a reconcile.
 func (s *scope) checkpoint(ctx context.Context) error {
-	s.machine.Status.Phase = computePhase(s.machine)
+	s.machine.Status.Phase = ComputePhase(s.machine)
 	if err := s.patch(ctx); err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res, err = reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if s.skipStatus {
-		return res, err
+		return requeue.Result(res, err)
 	}
 	res = requeue.Soonest(res, r.updateStatus(s))
 	if perr := s.patchDeployment(ctx); perr != nil {
@@ -65,13 +65,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if apierrors.IsConflict(perr) {
 			// Read from a cache behind the deployment (our own last
-			// write, most often): decide again from what is there.
+			// write, most often): decide again from what is there, after
+			// conflictRetry — or, when a step failed too, after the error
+			// backoff, which controller-runtime applies to an error and
+			// which starts shorter (a result beside an error is ignored).
 			s.log.V(1).Info("status write conflict, retrying", "error", perr.Error())
-			return reconcile.Result{RequeueAfter: conflictRetry}, err
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}
-	return res, err
+	return requeue.Result(res, err)
 }
 
 // reconcileSteps runs the steps in order until one stops the reconcile.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/names"
 )
 
 // scaleSet sets a set's spec.replicas and records the deployment's size it
@@ -69,7 +70,7 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 	hash := templateHash(&md.Spec.Template, md.Status.CollisionCount)
 	ms := &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      md.Name + "-" + hash,
+			Name:      names.Join(md.Name, hash, names.MaxLabelValue), // its Machines' set-name label
 			Namespace: md.Namespace,
 			Labels:    templateLabels(md, hash),
 		},

@@ -26,6 +26,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/names"
 )
 
 // DefaultMaxCreationWindow caps how many Machines of one MachineSet may be
@@ -82,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res = reconcile.Result{RequeueAfter: time.Second}
 	}
 	if err := r.propagate(ctx, s); err != nil {
-		return res, err
+		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
 	// Only on the version read: a reconcile that read the cache before the
@@ -91,13 +92,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// available count). A conflict means: decide again from fresh state.
 	err = r.Client.Status().Patch(ctx, s.ms, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
 	if apierrors.IsConflict(err) {
+		// Decide again from fresh state after conflictRetry — or, when
+		// scaling failed too, after the error backoff, which
+		// controller-runtime applies to an error (a result beside an
+		// error is ignored) and which starts shorter.
 		s.log.V(1).Info("MachineSet changed since it was read; reconciling again")
-		return reconcile.Result{RequeueAfter: conflictRetry}, scaleErr
+		if scaleErr != nil {
+			return reconcile.Result{}, scaleErr
+		}
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	if err != nil {
 		return res, client.IgnoreNotFound(err)
 	}
-	return requeue.Soonest(res, statusRes), scaleErr
+	return requeue.Result(requeue.Soonest(res, statusRes), scaleErr)
 }
 
 // scope is one reconcile of one MachineSet.
@@ -329,7 +337,7 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 	}
 	t := ms.Spec.Template
 	m := &v1alpha1.Machine{}
-	m.Name = ms.Name + "-" + string(suffix)
+	m.Name = names.Join(ms.Name, string(suffix), names.MaxLabelValue) // becomes its Node's name and hostname label
 	m.Namespace = ms.Namespace
 	m.Labels = map[string]string{v1alpha1.MachineSetNameLabel: ms.Name}
 	for k, v := range t.Metadata.Labels {

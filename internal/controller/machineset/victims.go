@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
 
 // defaultPriority is a Machine's scale-down priority without the annotation.
@@ -80,7 +81,8 @@ func priority(m *v1alpha1.Machine) int {
 }
 
 func rank(m *v1alpha1.Machine) int {
-	r, ok := phaseRank[m.Status.Phase]
+	// From the fields, not status.phase: a summary that may lag behind them.
+	r, ok := phaseRank[machine.ComputePhase(m)]
 	if !ok {
 		r = phaseRank[v1alpha1.PhaseRunning]
 	}

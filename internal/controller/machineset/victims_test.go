@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -14,6 +15,7 @@ func mach(name string, phase v1alpha1.MachinePhase, age time.Duration, annotatio
 		Name: name, Annotations: annotations,
 		CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)),
 	}}
+	setPhaseFields(m, phase)
 	m.Status.Phase = phase
 	if withNode {
 		m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: name}
@@ -21,7 +23,29 @@ func mach(name string, phase v1alpha1.MachinePhase, age time.Duration, annotatio
 	return m
 }
 
-func names(ms []*v1alpha1.Machine) []string {
+// setPhaseFields sets the fields the machine controller records in phase
+// (the phase itself is only their summary).
+func setPhaseFields(m *v1alpha1.Machine, phase v1alpha1.MachinePhase) {
+	cond := func(t string, s metav1.ConditionStatus, reason string) {
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason})
+	}
+	switch phase {
+	case v1alpha1.PhaseFailed:
+		m.Status.FailureReason = "HealthTimeout"
+	case v1alpha1.PhaseCrashLoopBackOff:
+		m.Status.LastOperation = v1alpha1.LastOperation{Type: v1alpha1.OperationCreate, State: v1alpha1.OperationFailed}
+	case v1alpha1.PhaseUnknown:
+		m.Status.UnhealthySince = &metav1.Time{}
+	case v1alpha1.PhaseRunning:
+		cond(v1alpha1.ReadyCondition, metav1.ConditionTrue, "Running")
+	case v1alpha1.PhaseProvisioned:
+		cond(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, "Provisioned")
+	case v1alpha1.PhaseProvisioning:
+		cond(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, "Creating")
+	}
+}
+
+func namesOf(ms []*v1alpha1.Machine) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, m.Name)
@@ -58,6 +82,15 @@ func TestVictimOrder(t *testing.T) {
 				mach("crash", v1alpha1.PhaseCrashLoopBackOff, time.Hour, nil, false),
 				mach("failed", v1alpha1.PhaseFailed, time.Hour, nil, true),
 			}, v1alpha1.DeletePolicyRandom, []string{"failed", "crash", "unknown", "pending", "provisioned", "running"}},
+		{"the fields decide, not status.phase: a Machine that failed since its phase was written goes first",
+			[]*v1alpha1.Machine{
+				mach("a-running", running, time.Hour, nil, true),
+				func() *v1alpha1.Machine {
+					m := mach("b-failed-since", running, time.Hour, nil, true)
+					m.Status.FailureReason = "HealthTimeout" // the phase still says Running
+					return m
+				}(),
+			}, v1alpha1.DeletePolicyOldest, []string{"b-failed-since", "a-running"}},
 		{"in one phase, Machines without a Node go first",
 			[]*v1alpha1.Machine{
 				mach("with-node", v1alpha1.PhaseUnknown, time.Hour, nil, true),
@@ -75,7 +108,7 @@ func TestVictimOrder(t *testing.T) {
 		}, v1alpha1.DeletePolicyNewest, []string{"young", "middle", "old"}},
 	}
 	for _, tc := range cases {
-		got := names(victims(tc.machines, len(tc.machines), tc.policy))
+		got := namesOf(victims(tc.machines, len(tc.machines), tc.policy))
 		if len(got) != len(tc.want) {
 			t.Fatalf("%s: got %v", tc.name, got)
 		}
@@ -93,12 +126,12 @@ func TestRandomPolicyIsStableAndTakesN(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		ms = append(ms, mach(n, v1alpha1.PhaseRunning, time.Hour, nil, true))
 	}
-	first := names(victims(ms, 2, v1alpha1.DeletePolicyRandom))
+	first := namesOf(victims(ms, 2, v1alpha1.DeletePolicyRandom))
 	reversed := append([]*v1alpha1.Machine(nil), ms...)
 	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
 		reversed[i], reversed[j] = reversed[j], reversed[i]
 	}
-	again := names(victims(reversed, 2, v1alpha1.DeletePolicyRandom))
+	again := namesOf(victims(reversed, 2, v1alpha1.DeletePolicyRandom))
 	if len(first) != 2 || first[0] != again[0] || first[1] != again[1] {
 		t.Fatalf("Random picked %v, then %v from the same Machines", first, again)
 	}

@@ -19,6 +19,16 @@ func Soonest(a, b reconcile.Result) reconcile.Result {
 	return b
 }
 
+// Result is what a Reconcile returns for its steps' res and err: err alone
+// when there is one — controller-runtime ignores a result beside an error
+// and retries after its rate limiter's backoff — else res.
+func Result(res reconcile.Result, err error) (reconcile.Result, error) {
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
 // Step is one step of a reconcile over its per-request scope S.
 type Step[S any] func(ctx context.Context, s S) (reconcile.Result, error)
 

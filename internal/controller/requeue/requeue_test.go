@@ -42,3 +42,14 @@ func TestRunStopsAtErrorsAndStopAndKeepsTheSoonestRequeue(t *testing.T) {
 		t.Fatalf("after an error: ran %v, err %v", ran, err)
 	}
 }
+
+func TestResultDropsTheRequeueBesideAnError(t *testing.T) {
+	res := reconcile.Result{RequeueAfter: time.Second}
+	boom := errors.New("boom")
+	if got, err := Result(res, boom); err != boom || !got.IsZero() {
+		t.Errorf("Result(%v, %v) = %v, %v; want the error alone", res, boom, got, err)
+	}
+	if got, err := Result(res, nil); err != nil || got != res {
+		t.Errorf("Result(%v, nil) = %v, %v; want the result", res, got, err)
+	}
+}

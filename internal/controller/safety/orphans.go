@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
 
 // orphan is a VM a driver listed that no Machine manages.
@@ -16,16 +17,16 @@ type orphan struct {
 
 // judgeVM decides whether the VM providerID, made for the Machine named
 // machineName, is an orphan; m is that Machine, nil when there is none.
-// A Machine still being created protects every VM claiming it: it has no
-// providerID yet (the VM may be the one its create call is making) or is
-// in CrashLoopBackOff (a create may have half-succeeded).
+// A Machine whose create may be in flight protects every VM claiming it
+// (see machine.CreateMayBeInFlight; decided from the fields, not from
+// status.phase, a summary that may lag behind them).
 func judgeVM(providerID, machineName string, m *v1alpha1.Machine) (orphan, bool) {
 	o := orphan{ProviderID: providerID, MachineName: machineName}
 	switch {
 	case m == nil:
 		o.Why = "no Machine " + machineName + " exists"
 		return o, true
-	case m.Spec.ProviderID == "" || m.Status.Phase == v1alpha1.PhaseCrashLoopBackOff:
+	case machine.CreateMayBeInFlight(m):
 		return o, false
 	case m.Spec.ProviderID == providerID:
 		return o, false

@@ -4,14 +4,33 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
 
-func machineWith(providerID string, phase v1alpha1.MachinePhase) *v1alpha1.Machine {
+// machineWith is a Machine with providerID whose status.phase says phase;
+// edit sets the fields (which decide).
+func machineWith(providerID string, phase v1alpha1.MachinePhase, edit ...func(*v1alpha1.Machine)) *v1alpha1.Machine {
 	m := &v1alpha1.Machine{}
 	m.Spec.ProviderID = providerID
 	m.Status.Phase = phase
+	for _, e := range edit {
+		e(m)
+	}
 	return m
+}
+
+func lastOp(t v1alpha1.MachineOperationType, s v1alpha1.MachineOperationState) func(*v1alpha1.Machine) {
+	return func(m *v1alpha1.Machine) { m.Status.LastOperation = v1alpha1.LastOperation{Type: t, State: s} }
+}
+
+func infraCondition(status metav1.ConditionStatus, reason string) func(*v1alpha1.Machine) {
+	return func(m *v1alpha1.Machine) {
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: v1alpha1.InfrastructureReadyCondition, Status: status, Reason: reason})
+	}
 }
 
 func TestJudgeVM(t *testing.T) {
@@ -26,7 +45,14 @@ func TestJudgeVM(t *testing.T) {
 		{"Machine being deleted owns another VM", machineWith("p2", v1alpha1.PhaseTerminating), true},
 		{"Machine being created, no providerID yet", machineWith("", v1alpha1.PhaseProvisioning), false},
 		{"Machine pending, no providerID yet", machineWith("", v1alpha1.PhasePending), false},
-		{"Machine in CrashLoopBackOff with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff), false},
+		{"Machine whose create failed, with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff, lastOp(v1alpha1.OperationCreate, v1alpha1.OperationFailed)), false},
+		{"Machine whose initialization failed, with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff, lastOp(v1alpha1.OperationInitialize, v1alpha1.OperationFailed)), false},
+		// The phase is a summary written at the end of a reconcile; the
+		// fields decide.
+		{"phase Running, but its create failed since", machineWith("p2", v1alpha1.PhaseRunning, lastOp(v1alpha1.OperationCreate, v1alpha1.OperationFailed)), false},
+		{"phase Provisioned, but a create started again", machineWith("p2", v1alpha1.PhaseProvisioned, infraCondition(metav1.ConditionFalse, machine.ReasonCreating)), false},
+		{"phase CrashLoopBackOff, but the create went through since", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff,
+			lastOp(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded), infraCondition(metav1.ConditionTrue, machine.ReasonProvisioned)), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, got := judgeVM("p1", "m", tc.machine)

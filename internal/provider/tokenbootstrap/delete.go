@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 )
 
 // reconcileDelete deletes the token from the target cluster, then removes
@@ -27,7 +28,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := s.patchStatus(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, s.patchMeta(ctx, true, func(cfg *bootstrapv1.TokenBootstrapConfig) {
-		controllerutil.RemoveFinalizer(cfg, bootstrapv1.TokenBootstrapConfigFinalizer)
-	})
+	_, err := finalizer.Remove(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.orig)
+	return ctrl.Result{}, err
 }

@@ -8,10 +8,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/bootstraptoken"
+	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 )
 
 // reconcileNormal makes or keeps the Machine's bootstrap data: the
@@ -32,12 +32,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	// The finalizer, before any token can exist: a token is a credential
 	// in another cluster, which no garbage collector reaches.
-	if !controllerutil.ContainsFinalizer(s.cfg, bootstrapv1.TokenBootstrapConfigFinalizer) {
-		if err := s.patchMeta(ctx, true, func(cfg *bootstrapv1.TokenBootstrapConfig) {
-			controllerutil.AddFinalizer(cfg, bootstrapv1.TokenBootstrapConfigFinalizer)
-		}); err != nil {
-			return ctrl.Result{}, err
-		}
+	if _, err := finalizer.Add(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.orig); err != nil {
+		return ctrl.Result{}, err
 	}
 	if s.joined() {
 		return r.reconcileJoined(ctx, s)

@@ -17,6 +17,7 @@ import (
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // Kind is the kind of the configs this controller reconciles, as a
@@ -113,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if perr := s.patchStatus(ctx); perr != nil {
 		err = errors.Join(err, perr)
 	}
-	return res, err
+	return requeue.Result(res, err)
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {

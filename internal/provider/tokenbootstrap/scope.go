@@ -106,25 +106,6 @@ func (s *scope) fail(reason, message string) {
 	s.setReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonFailed, fmt.Sprintf("%s: %s", reason, message))
 }
 
-// patchMeta applies mutate to the metadata and patches it at once,
-// separately from the status. With lock the patch fails on a concurrent
-// change (for finalizers, whose list a merge patch replaces).
-func (s *scope) patchMeta(ctx context.Context, lock bool, mutate func(*bootstrapv1.TokenBootstrapConfig)) error {
-	obj := s.orig.DeepCopy()
-	mutate(obj)
-	var opts []client.MergeFromOption
-	if lock {
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
-	}
-	if err := s.r.Client.Patch(ctx, obj, client.MergeFromWithOptions(s.orig, opts...)); err != nil {
-		return err
-	}
-	// Keep the status of both copies: the server returned the old one.
-	obj.ObjectMeta.DeepCopyInto(&s.orig.ObjectMeta)
-	obj.ObjectMeta.DeepCopyInto(&s.cfg.ObjectMeta)
-	return nil
-}
-
 // patchStatus writes the status if it changed. A config that is gone (its
 // finalizer was just removed) has no status to write.
 func (s *scope) patchStatus(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -45,7 +46,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := s.patchStatus(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, s.patchMeta(ctx, true, func(sm *infrav1.SimMachine) {
-		controllerutil.RemoveFinalizer(sm, infrav1.SimMachineFinalizer)
-	})
+	_, err := finalizer.Remove(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.orig)
+	return ctrl.Result{}, err
 }

@@ -10,9 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 )
 
 // bootstrapDataKey is the key of the bootstrap data in the Secret that a
@@ -35,12 +35,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	// 4. The finalizer, before any VM can exist.
-	if !controllerutil.ContainsFinalizer(s.sm, infrav1.SimMachineFinalizer) {
-		if err := s.patchMeta(ctx, true, func(sm *infrav1.SimMachine) {
-			controllerutil.AddFinalizer(sm, infrav1.SimMachineFinalizer)
-		}); err != nil {
-			return ctrl.Result{}, err
-		}
+	if _, err := finalizer.Add(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.orig); err != nil {
+		return ctrl.Result{}, err
 	}
 	// 6. The bootstrap data must exist before the VM can boot with it.
 	userData, waiting, err := r.bootstrapData(ctx, s)
@@ -65,7 +61,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	// 8 and 11: providerID and the zone the VM runs in, on the spec, before
 	// status.ready says the Machine controller may copy them.
 	if ptr.Deref(s.sm.Spec.ProviderID, "") != vm.providerID || (s.sm.Spec.FailureDomain == nil && vm.zone != "") {
-		if err := s.patchMeta(ctx, false, func(sm *infrav1.SimMachine) {
+		if err := s.patchMeta(ctx, func(sm *infrav1.SimMachine) {
 			sm.Spec.ProviderID = ptr.To(vm.providerID)
 			if sm.Spec.FailureDomain == nil && vm.zone != "" {
 				sm.Spec.FailureDomain = ptr.To(vm.zone)

@@ -101,16 +101,12 @@ func (s *scope) fail(reason, message string) {
 }
 
 // patchMeta applies mutate to the metadata or spec and patches them at
-// once, separately from the status. With lock the patch fails on a
-// concurrent change (for finalizers, whose list a merge patch replaces).
-func (s *scope) patchMeta(ctx context.Context, lock bool, mutate func(*infrav1.SimMachine)) error {
+// once, separately from the status. Finalizers are not its business: a
+// merge patch replaces their list whole (see package finalizer).
+func (s *scope) patchMeta(ctx context.Context, mutate func(*infrav1.SimMachine)) error {
 	obj := s.orig.DeepCopy()
 	mutate(obj)
-	var opts []client.MergeFromOption
-	if lock {
-		opts = append(opts, client.MergeFromWithOptimisticLock{})
-	}
-	if err := s.r.Client.Patch(ctx, obj, client.MergeFromWithOptions(s.orig, opts...)); err != nil {
+	if err := s.r.Client.Patch(ctx, obj, client.MergeFrom(s.orig)); err != nil {
 		return err
 	}
 	// Keep the status of both copies: the server returned the old one.

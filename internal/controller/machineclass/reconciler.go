@@ -1,0 +1,164 @@
+package machineclass
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/finalizer"
+)
+
+// Condition reasons and the Event reason set by the controller.
+const (
+	ReasonDriverRegistered    = "DriverRegistered"
+	ReasonDriverNotRegistered = "DriverNotRegistered"
+	ReasonInUse               = "InUse"
+	ReasonNotInUse            = "NotInUse"
+	// ReasonDeletionBlocked is the Warning Event on a class deleted while in use.
+	ReasonDeletionBlocked = "DeletionBlocked"
+)
+
+// conflictRetry is how soon a reconcile that lost a write race runs again:
+// long enough for the cache to see the write it lost to.
+const conflictRetry = 200 * time.Millisecond
+
+// Reconciler reconciles MachineClasses.
+type Reconciler struct {
+	// Client reads (from the cache) and writes the control cluster.
+	Client client.Client
+	// Recorder emits Events on MachineClasses.
+	Recorder events.EventRecorder
+	// Providers reports whether the manager has a driver for a
+	// spec.provider.
+	Providers func(provider string) bool
+}
+
+// users counts what references a class.
+type users struct {
+	machines, sets, deployments int
+}
+
+func (u users) any() bool { return u.machines+u.sets+u.deployments > 0 }
+
+func (u users) String() string {
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		kind string
+	}{{u.machines, "Machine(s)"}, {u.sets, "MachineSet(s)"}, {u.deployments, "MachineDeployment(s)"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.kind))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Reconcile holds or releases one class's finalizer and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	class := &v1alpha1.MachineClass{}
+	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	original := class.DeepCopy()
+	u, err := r.users(ctx, class)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+
+	deleting := !class.DeletionTimestamp.IsZero()
+	switch {
+	case u.any() && !deleting:
+		_, err = finalizer.Add(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
+	case u.any(): // the finalizer holds the class
+	default:
+		// Unused: nothing to protect (a Machine made later adds it again).
+		_, err = finalizer.Remove(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
+		if deleting && err == nil {
+			return reconcile.Result{}, nil // gone, or held by someone else's finalizer
+		}
+	}
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil // the cache is behind: decide again
+	}
+	if err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+
+	r.setStatus(class, u)
+	if inUse := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.InUseCondition); deleting && u.any() &&
+		!equality.Semantic.DeepEqual(meta.FindStatusCondition(original.Status.Conditions, v1alpha1.InUseCondition), inUse) {
+		r.event(class, inUse.Message) // once per change of the count, not per reconcile
+	}
+	if equality.Semantic.DeepEqual(original.Status, class.Status) {
+		return reconcile.Result{}, nil
+	}
+	err = r.Client.Status().Patch(ctx, class, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return reconcile.Result{}, client.IgnoreNotFound(err)
+}
+
+// users counts the Machines, MachineSets and MachineDeployments of the
+// class's namespace that reference it.
+func (r *Reconciler) users(ctx context.Context, class *v1alpha1.MachineClass) (users, error) {
+	var u users
+	in, by := client.InNamespace(class.Namespace), client.MatchingFields{classIndex: class.Name}
+	machines := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, machines, in, by, client.UnsafeDisableDeepCopy); err != nil {
+		return u, err
+	}
+	sets := &v1alpha1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, in, by, client.UnsafeDisableDeepCopy); err != nil {
+		return u, err
+	}
+	deployments := &v1alpha1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, deployments, in, by, client.UnsafeDisableDeepCopy); err != nil {
+		return u, err
+	}
+	return users{machines: len(machines.Items), sets: len(sets.Items), deployments: len(deployments.Items)}, nil
+}
+
+func (r *Reconciler) setStatus(class *v1alpha1.MachineClass, u users) {
+	st := &class.Status
+	st.ObservedGeneration = class.Generation
+	st.Machines = int32(u.machines)
+	set := func(t string, ok bool, yes, no, message string) {
+		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: yes, Message: message, ObservedGeneration: class.Generation}
+		if !ok {
+			c.Status, c.Reason = metav1.ConditionFalse, no
+		}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	available := r.Providers != nil && r.Providers(class.Spec.Provider)
+	driverMessage := "the manager has a driver for provider " + class.Spec.Provider
+	if !available {
+		driverMessage = "the manager has no driver for provider " + class.Spec.Provider + " (its --driver flag)"
+	}
+	set(v1alpha1.DriverAvailableCondition, available, ReasonDriverRegistered, ReasonDriverNotRegistered, driverMessage)
+	useMessage := "no Machine, MachineSet or MachineDeployment uses the class"
+	switch {
+	case u.any() && !class.DeletionTimestamp.IsZero():
+		useMessage = "deletion waits: the class is still used by " + u.String()
+	case u.any():
+		useMessage = "used by " + u.String() + "; its deletion would wait for them to go"
+	}
+	set(v1alpha1.InUseCondition, u.any(), ReasonInUse, ReasonNotInUse, useMessage)
+}
+
+func (r *Reconciler) event(class *v1alpha1.MachineClass, message string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(class, nil, corev1.EventTypeWarning, ReasonDeletionBlocked, "Delete", "%s", message)
+	}
+}
