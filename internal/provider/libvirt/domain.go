@@ -101,7 +101,7 @@ func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string
 		Memory:   &libvirtxml.DomainMemory{Value: uint(s.memoryKiB), Unit: "KiB"},
 		VCPU:     &libvirtxml.DomainVCPU{Value: uint(s.CPUs)},
 		OS: &libvirtxml.DomainOS{
-			Type: &libvirtxml.DomainOSType{Type: "hvm", Arch: "x86_64"},
+			Type: &libvirtxml.DomainOSType{Type: "hvm", Arch: "x86_64", Machine: "pc"},
 		},
 		Features: &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}},
 		// A guest that powers off is shut off, not restarted: the Machine
@@ -170,7 +170,9 @@ func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec) {
 	case n != nil && n.User != nil && (n.User.Restrict || len(n.User.GuestForwards) > 0):
 		dom.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
 			{Value: "-netdev"}, {Value: userNetdev(n.User)},
-			{Value: "-device"}, {Value: "virtio-net-pci,netdev=" + userNetID},
+			// At the last slot of the i440fx root bus: libvirt, which does
+			// not know of this device, allocates the slots from 2 upwards.
+			{Value: "-device"}, {Value: "virtio-net-pci,netdev=" + userNetID + ",bus=pci.0,addr=0x1f"},
 		}}
 	default:
 		dom.Devices.Interfaces = []libvirtxml.DomainInterface{{

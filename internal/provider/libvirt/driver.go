@@ -228,6 +228,15 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err != nil {
 		return err
 	}
+	var img *image
+	if s.Image != "" {
+		if img, err = c.image(pool, s.Image); err != nil {
+			return err
+		}
+		if s.diskBytes != 0 && s.diskBytes < img.capacity {
+			return invalid("providerSpec.diskSize", "%s is smaller than the image (%d bytes)", s.DiskSize.String(), img.capacity)
+		}
+	}
 	meta := &Meta{
 		Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
 		ClassNamespace: req.MachineClass.Namespace, ClassName: req.MachineClass.Name,
@@ -248,8 +257,8 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err := c.createSeed(pool, seedVolume(name), iso); err != nil {
 		return err
 	}
-	if s.Image != "" {
-		if err := c.createOverlay(pool, diskVolume(name), s.Image, s.diskBytes); err != nil {
+	if img != nil {
+		if err := c.createOverlay(pool, diskVolume(name), img, s.diskBytes); err != nil {
 			return err
 		}
 		meta.Volumes = append(meta.Volumes, MetaVolume{Pool: s.Pool, Name: diskVolume(name)})

@@ -32,10 +32,15 @@ import (
 // temporary directory, holding an empty base image, and a console
 // directory.
 var fixture struct {
+	dir        string // readable by QEMU, unlike t.TempDir()
 	pool       string
 	image      string
 	consoleDir string
 }
+
+// timeoutBoot bounds waiting for something a booting VM does: generous, as
+// TCG on a shared CPU is slow.
+const timeoutBoot = 2 * time.Minute
 
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
@@ -78,6 +83,7 @@ func setUpFixture(dir string) (func(), error) {
 		return nil, err
 	}
 	defer c.l.Disconnect()
+	fixture.dir = dir
 	fixture.pool = fmt.Sprintf("mwtest-%06d", rand.IntN(1_000_000))
 	fixture.consoleDir = filepath.Join(dir, "console")
 	if err := os.Mkdir(fixture.consoleDir, 0o755); err != nil {

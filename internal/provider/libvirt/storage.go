@@ -105,34 +105,48 @@ func (c *conn) createSeed(pool golibvirt.StoragePool, name string, iso []byte) e
 	return nil
 }
 
-// createOverlay makes a qcow2 volume backed by the image volume, so the VM
-// writes its own disk and never the image. size 0 is the image's size.
-func (c *conn) createOverlay(pool golibvirt.StoragePool, name, image string, size uint64) error {
-	base, err := c.l.StorageVolLookupByName(pool, image)
+// image is a base volume VMs boot from.
+type image struct {
+	path, format string
+	capacity     uint64 // bytes
+}
+
+// image looks up the volume name of pool as a base image.
+func (c *conn) image(pool golibvirt.StoragePool, name string) (*image, error) {
+	base, err := c.l.StorageVolLookupByName(pool, name)
 	if isCode(err, golibvirt.ErrNoStorageVol) {
-		return invalid("providerSpec.image", "storage pool %s has no volume %q", pool.Name, image)
+		return nil, invalid("providerSpec.image", "storage pool %s has no volume %q", pool.Name, name)
 	}
 	if err != nil {
-		return c.errorf(err, "looking up the image %s/%s", pool.Name, image)
+		return nil, c.errorf(err, "looking up the image %s/%s", pool.Name, name)
 	}
-	baseXML, err := c.l.StorageVolGetXMLDesc(base, 0)
+	x, err := c.l.StorageVolGetXMLDesc(base, 0)
 	if err != nil {
-		return c.errorf(err, "reading the image %s/%s", pool.Name, image)
+		return nil, c.errorf(err, "reading the image %s/%s", pool.Name, name)
 	}
-	var bv libvirtxml.StorageVolume
-	if err := bv.Unmarshal(baseXML); err != nil {
-		return driver.Errorf(driver.Internal, "image %s/%s: %v", pool.Name, image, err)
+	var v libvirtxml.StorageVolume
+	if err := v.Unmarshal(x); err != nil || v.Target == nil || v.Capacity == nil {
+		return nil, driver.Errorf(driver.Internal, "image %s/%s: unexpected volume description (%v)", pool.Name, name, err)
 	}
-	format := "raw"
-	if bv.Target != nil && bv.Target.Format != nil && bv.Target.Format.Type != "" {
-		format = bv.Target.Format.Type
+	img := &image{path: v.Target.Path, format: "raw", capacity: v.Capacity.Value}
+	if v.Target.Format != nil && v.Target.Format.Type != "" {
+		img.format = v.Target.Format.Type
 	}
-	if size == 0 && bv.Capacity != nil {
-		size = bv.Capacity.Value
-		if bv.Capacity.Unit != "" && bv.Capacity.Unit != "bytes" && bv.Capacity.Unit != "B" {
-			// libvirt reports capacities in bytes; anything else is a surprise.
-			return driver.Errorf(driver.Internal, "image %s/%s: capacity in %s", pool.Name, image, bv.Capacity.Unit)
-		}
+	// libvirt reports capacities in bytes; anything else is a surprise.
+	if u := v.Capacity.Unit; u != "" && u != "bytes" && u != "B" {
+		return nil, driver.Errorf(driver.Internal, "image %s/%s: capacity in %s", pool.Name, name, u)
+	}
+	return img, nil
+}
+
+// createOverlay makes a qcow2 volume backed by the image, so the VM writes
+// a disk of its own and never the image. size 0 is the image's size.
+func (c *conn) createOverlay(pool golibvirt.StoragePool, name string, img *image, size uint64) error {
+	if size == 0 {
+		size = img.capacity
+	}
+	if size < img.capacity {
+		return invalid("providerSpec.diskSize", "%d bytes is smaller than the image (%d bytes)", size, img.capacity)
 	}
 	if err := c.deleteVolume(pool, name); err != nil {
 		return err
@@ -142,15 +156,15 @@ func (c *conn) createOverlay(pool golibvirt.StoragePool, name, image string, siz
 		Capacity: &libvirtxml.StorageVolumeSize{Value: size, Unit: "bytes"},
 		Target:   &libvirtxml.StorageVolumeTarget{Format: &libvirtxml.StorageVolumeTargetFormat{Type: "qcow2"}},
 		BackingStore: &libvirtxml.StorageVolumeBackingStore{
-			Path:   bv.Target.Path,
-			Format: &libvirtxml.StorageVolumeTargetFormat{Type: format},
+			Path:   img.path,
+			Format: &libvirtxml.StorageVolumeTargetFormat{Type: img.format},
 		},
 	}).Marshal()
 	if err != nil {
 		return err
 	}
 	if _, err := c.l.StorageVolCreateXML(pool, x, 0); err != nil {
-		return c.errorf(err, "creating the disk %s/%s on image %s", pool.Name, name, image)
+		return c.errorf(err, "creating the disk %s/%s on %s", pool.Name, name, img.path)
 	}
 	return nil
 }
