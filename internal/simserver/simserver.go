@@ -185,11 +185,11 @@ func (o *Options) Validate() error {
 	if o.InfraWorkers < 1 {
 		bad("infra-workers", "must be at least 1, got %d", o.InfraWorkers)
 	}
-	if _, err := parseLevel(o.LogLevel); err != nil {
+	if _, err := cli.ParseLevel(o.LogLevel); err != nil {
 		bad("log-level", "%v", err)
 	}
-	if o.LogFormat != "text" && o.LogFormat != "json" {
-		bad("log-format", "%q: want text or json", o.LogFormat)
+	if err := cli.CheckLogFormat(o.LogFormat); err != nil {
+		bad("log-format", "%v", err)
 	}
 	if len(errs) == 0 {
 		return nil

@@ -19,9 +19,6 @@ import (
 // the driver never lists, changes or deletes it.
 const MetadataNamespace = "https://millwright.dev/xmlns/libvirt/machine/v1"
 
-// metadataKey is the namespace prefix libvirt writes the element with.
-const metadataKey = "millwright"
-
 // domainPrefix starts the name of every domain the driver makes.
 const domainPrefix = "mw-"
 
@@ -55,7 +52,7 @@ func (m *Meta) ofClass(class *v1alpha1.MachineClass) bool {
 func parseMeta(s string) (*Meta, error) {
 	var m Meta
 	if err := xml.Unmarshal([]byte(s), &m); err != nil {
-		return nil, fmt.Errorf("Millwright metadata: %w", err)
+		return nil, fmt.Errorf("reading Millwright's metadata: %w", err)
 	}
 	return &m, nil
 }

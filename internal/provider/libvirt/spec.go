@@ -142,8 +142,8 @@ func (ps ProviderSpec) validate(defaultURI string) (*spec, error) {
 	if s.URI == "" {
 		s.URI = defaultURI
 	}
-	if u, err := url.Parse(s.URI); err != nil || u.Scheme == "" {
-		return nil, invalid("providerSpec.uri", "%q is not a libvirt URI such as %s", s.URI, DefaultURI)
+	if err := CheckURI(s.URI); err != nil {
+		return nil, invalid("providerSpec.uri", "%v", err)
 	}
 	switch {
 	case s.CPUs == 0:
@@ -199,6 +199,14 @@ func (ps ProviderSpec) validate(defaultURI string) (*spec, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// CheckURI checks that uri looks like a libvirt URI.
+func CheckURI(uri string) error {
+	if u, err := url.Parse(uri); err != nil || u.Scheme == "" {
+		return fmt.Errorf("%q is not a libvirt URI such as %s", uri, DefaultURI)
+	}
+	return nil
 }
 
 func (n *NetworkSpec) validate() error {
