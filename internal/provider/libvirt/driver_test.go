@@ -84,6 +84,13 @@ func TestRestartFindsItsDomains(t *testing.T) {
 	if _, err := d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl}); err != nil {
 		t.Fatalf("GetMachineStatus after a restart: %v", err)
 	}
+	other, err := d.ListMachines(ctx(t), &driver.ListMachinesRequest{MachineClass: class("restart-other", imageSpec())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := other.MachineList[first.ProviderID]; ok {
+		t.Fatalf("ListMachines of another class lists %s", first.ProviderID)
+	}
 }
 
 func mapsEqual(a, b map[string]string) bool {
