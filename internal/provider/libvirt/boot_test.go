@@ -19,7 +19,7 @@ import (
 const kernelEnv = "MILLWRIGHT_VM_KERNEL"
 
 // testKernel returns the kernel to boot, failing the test when there is none.
-func testKernel(t *testing.T) string {
+func testKernel(t testing.TB) string {
 	t.Helper()
 	k := os.Getenv(kernelEnv)
 	if k == "" {
@@ -34,7 +34,7 @@ func testKernel(t *testing.T) string {
 // emptyInitramfs writes an initramfs holding nothing (a newc cpio archive
 // of just its trailer): the kernel boots, finds no /init and no root, and
 // panics, which is all this test needs a guest to do.
-func emptyInitramfs(t *testing.T, dir string) string {
+func emptyInitramfs(t testing.TB, dir string) string {
 	t.Helper()
 	var b bytes.Buffer
 	const name = "TRAILER!!!\x00"

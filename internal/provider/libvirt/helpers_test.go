@@ -126,7 +126,7 @@ func setUpFixture(dir string) (func(), error) {
 }
 
 // newDriver returns a driver logging consoles into the fixture's directory.
-func newDriver(t *testing.T) *Driver {
+func newDriver(t testing.TB) *Driver {
 	d := New(Options{ConsoleDir: fixture.consoleDir})
 	t.Cleanup(d.Close)
 	return d
@@ -152,7 +152,7 @@ func machine(name string) *v1alpha1.Machine {
 
 // libvirtConn is a connection of the test's own, to look at libvirt
 // without the driver.
-func libvirtConn(t *testing.T) *golibvirt.Libvirt {
+func libvirtConn(t testing.TB) *golibvirt.Libvirt {
 	t.Helper()
 	c, err := dial(DefaultURI)
 	if err != nil {
@@ -199,7 +199,7 @@ func domainExists(t *testing.T, l *golibvirt.Libvirt, name string) bool {
 }
 
 // eventually polls cond every 200ms until it holds, failing after bound.
-func eventually(t *testing.T, bound time.Duration, what string, cond func() (bool, error)) {
+func eventually(t testing.TB, bound time.Duration, what string, cond func() (bool, error)) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, bound, true, func(context.Context) (bool, error) { return cond() })
 	if err != nil {
@@ -208,7 +208,7 @@ func eventually(t *testing.T, bound time.Duration, what string, cond func() (boo
 }
 
 // repoFile is a path in the repository.
-func repoFile(t *testing.T, rel string) string {
+func repoFile(t testing.TB, rel string) string {
 	t.Helper()
 	root, err := repo.Root()
 	if err != nil {
@@ -217,7 +217,7 @@ func repoFile(t *testing.T, rel string) string {
 	return filepath.Join(root, rel)
 }
 
-func ctx(t *testing.T) context.Context {
+func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return c
