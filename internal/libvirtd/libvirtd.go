@@ -37,18 +37,28 @@ type Daemons struct {
 }
 
 // Ensure starts virtlogd and libvirtd unless they answer on their sockets
-// already, logging into logDir. It fails, saying why, when they are not
-// installed or do not come up; it needs root, as qemu:///system does.
+// already, logging into logDir, and records this process as their user
+// until Stop. It fails, saying why, when they are not installed or do not
+// come up; it needs root, as qemu:///system does.
 func Ensure(ctx context.Context, logDir string) (*Daemons, error) {
 	d := &Daemons{}
-	for _, daemon := range []struct{ name, socket string }{{"virtlogd", VirtlogdSocket}, {"libvirtd", Socket}} {
-		if answers(daemon.socket) {
-			continue
+	err := withLock(func() error {
+		if err := register(); err != nil {
+			return err
 		}
-		if err := d.start(ctx, daemon.name, daemon.socket, logDir); err != nil {
-			_ = d.Stop()
-			return nil, err
+		for _, daemon := range []struct{ name, socket string }{{"virtlogd", VirtlogdSocket}, {"libvirtd", Socket}} {
+			if answers(daemon.socket) {
+				continue
+			}
+			if err := d.start(ctx, daemon.name, daemon.socket, logDir); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		_ = d.Stop(ctx)
+		return nil, err
 	}
 	return d, nil
 }
@@ -72,9 +82,6 @@ func (d *Daemons) start(ctx context.Context, name, socket, logDir string) error 
 	deadline := time.Now().Add(startTimeout)
 	for !answers(socket) {
 		if exited, how := p.Exited(); exited {
-			if answers(socket) { // another process started it meanwhile
-				return nil
-			}
 			return fmt.Errorf("%s exited at start (%v); last lines of its log:\n%s", name, how, p.LogTail(20))
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -87,14 +94,32 @@ func (d *Daemons) start(ctx context.Context, name, socket, logDir string) error 
 	return nil
 }
 
-// Stop stops the daemons Ensure started, the last started first.
-func (d *Daemons) Stop() error {
-	var errs []error
-	for i := len(d.started) - 1; i >= 0; i-- {
-		errs = append(errs, d.started[i].Stop(stopGrace))
+// Stop ends this process's use of the daemons. The daemons it started
+// are stopped, the last started first, once no other process uses them:
+// until then (or until ctx ends) Stop waits, as they die with this process.
+func (d *Daemons) Stop(ctx context.Context) error {
+	unregister()
+	if len(d.started) == 0 {
+		return nil
 	}
-	d.started = nil
-	return errors.Join(errs...)
+	for {
+		var stopped bool
+		var errs []error
+		_ = withLock(func() error {
+			if otherUsers() > 0 && ctx.Err() == nil {
+				return nil
+			}
+			for i := len(d.started) - 1; i >= 0; i-- {
+				errs = append(errs, d.started[i].Stop(stopGrace))
+			}
+			d.started, stopped = nil, true
+			return nil
+		})
+		if stopped {
+			return errors.Join(errs...)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // binary finds a daemon: in PATH, or in /usr/sbin, which a non-login

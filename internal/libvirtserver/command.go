@@ -18,6 +18,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultURI, "default-uri", o.DefaultURI, "libvirt URI of the classes whose providerSpec names no uri")
 	fs.StringVar(&o.ConsoleDir, "console-dir", o.ConsoleDir, "directory on the libvirt host where each VM's serial console is logged")
 	fs.DurationVar(&o.Reconnect, "reconnect", o.Reconnect, "how often an unreachable libvirt is tried again")
+	fs.DurationVar(&o.KVMProbeTimeout, "kvm-probe-timeout", o.KVMProbeTimeout, "how long the probe of domainType auto waits for a KVM guest to boot before deciding on qemu")
 	fs.StringVar(&o.Name, "name", o.Name, "the driver's name, as MachineClass spec.provider names it")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text or json")

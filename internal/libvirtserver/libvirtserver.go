@@ -43,6 +43,8 @@ type Options struct {
 	ConsoleDir string
 	// Reconnect is how often an unreachable libvirt is tried again.
 	Reconnect time.Duration
+	// KVMProbeTimeout bounds the KVM probe of domainType auto.
+	KVMProbeTimeout time.Duration
 	// Name is the driver's name, as MachineClass spec.provider names it.
 	Name string
 	// LogLevel is debug, info, warn or error.
@@ -54,13 +56,14 @@ type Options struct {
 // NewOptions returns the defaults of every flag.
 func NewOptions() *Options {
 	return &Options{
-		HealthAddress: "127.0.0.1:8091",
-		DefaultURI:    libvirt.DefaultURI,
-		ConsoleDir:    libvirt.DefaultConsoleDir,
-		Reconnect:     5 * time.Second,
-		Name:          libvirt.DefaultName,
-		LogLevel:      "info",
-		LogFormat:     "text",
+		HealthAddress:   "127.0.0.1:8091",
+		DefaultURI:      libvirt.DefaultURI,
+		ConsoleDir:      libvirt.DefaultConsoleDir,
+		Reconnect:       5 * time.Second,
+		KVMProbeTimeout: libvirt.DefaultProbeTimeout,
+		Name:            libvirt.DefaultName,
+		LogLevel:        "info",
+		LogFormat:       "text",
 	}
 }
 
@@ -69,7 +72,10 @@ func NewOptions() *Options {
 // retried every o.Reconnect, /readyz fails, and driver calls answer
 // Unavailable (Machines wait) until libvirt answers.
 func Run(ctx context.Context, o *Options, log *slog.Logger) error {
-	d := libvirt.New(libvirt.Options{Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir, Logger: log})
+	d := libvirt.New(libvirt.Options{
+		Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir,
+		ProbeTimeout: o.KVMProbeTimeout, Logger: log,
+	})
 	defer d.Close()
 	// Listen before serving anything, so a busy port fails the start at once.
 	var healthLis net.Listener
@@ -147,6 +153,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Reconnect <= 0 {
 		bad("reconnect", "must be a positive duration, got %s", o.Reconnect)
+	}
+	if o.KVMProbeTimeout <= 0 {
+		bad("kvm-probe-timeout", "must be a positive duration, got %s", o.KVMProbeTimeout)
 	}
 	if o.Name == "" {
 		bad("name", "must not be empty")

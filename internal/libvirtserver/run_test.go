@@ -20,6 +20,10 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
+// stopTimeout bounds how long this test binary waits, at its end, for
+// other test binaries to be done with the libvirt daemons it started.
+const stopTimeout = 30 * time.Minute
+
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 // runMain starts the libvirt daemons when they are not running; the tests
@@ -38,7 +42,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "FAIL: these tests need libvirtd and virtlogd (qemu:///system, as root): %v\n", err)
 		return 1
 	}
-	defer func() { _ = daemons.Stop() }()
+	defer func() {
+		// Waits while other test processes still use daemons this one started.
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := daemons.Stop(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the libvirt daemons:", err)
+		}
+	}()
 	return m.Run()
 }
 

@@ -43,13 +43,17 @@ type Options struct {
 	ConsoleDir string
 	// Logger logs the connection's ups and downs; default slog.Default().
 	Logger *slog.Logger
+	// ProbeTimeout bounds the KVM probe of domainType auto; default
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 }
 
 // Driver runs each Machine as a libvirt domain. See docs/providers/libvirt.md.
 type Driver struct {
 	driver.UnimplementedDriver
-	opts  Options
-	conns conns
+	opts   Options
+	conns  conns
+	probes probes
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per domain: one operation at a time
@@ -74,6 +78,9 @@ func New(o Options) *Driver {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
 	}
 	return &Driver{opts: o, locks: map[string]*sync.Mutex{}, shutdowns: map[string]time.Time{}}
 }
@@ -220,7 +227,7 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err := checkFiles(c.uri, s); err != nil {
 		return err
 	}
-	virtType, err := c.domainType(s)
+	virtType, err := d.domainType(ctx, c, s)
 	if err != nil {
 		return err
 	}
@@ -276,10 +283,14 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	return nil
 }
 
-// domainType checks that the host offers the class's domain type.
-func (c *conn) domainType(s *spec) (string, error) {
-	if s.DomainType != DomainTypeKVM {
-		return s.DomainType, nil
+// domainType resolves the class's domain type: auto by the KVM probe, kvm
+// only if the host offers it.
+func (d *Driver) domainType(ctx context.Context, c *conn, s *spec) (string, error) {
+	switch s.DomainType {
+	case DomainTypeQEMU:
+		return DomainTypeQEMU, nil
+	case DomainTypeAuto:
+		return d.autoDomainType(ctx, c, s)
 	}
 	if _, err := c.l.ConnectGetDomainCapabilities(golibvirt.OptString{}, golibvirt.OptString{"x86_64"}, golibvirt.OptString{}, golibvirt.OptString{DomainTypeKVM}, 0); err != nil {
 		return "", invalid("providerSpec.domainType", "kvm is not available on libvirt at %s (%s); use qemu", c.uri, driver.MessageOf(c.errorf(err, "domain capabilities")))

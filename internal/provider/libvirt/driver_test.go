@@ -31,6 +31,7 @@ func TestInvalidProviderSpecNamesTheField(t *testing.T) {
 		{`{"image":"x","pool":` + pool + `,"cpus":100}`, "providerSpec.cpus"},
 		{`{"image":"x","pool":` + pool + `,"memory":"64Mi"}`, "providerSpec.memory"},
 		{`{"image":"x","pool":` + pool + `,"domainType":"xen"}`, "providerSpec.domainType"},
+		{`{"image":"x","pool":` + pool + `,"domainType":"auto"}`, "providerSpec.domainType"},
 		{`{"memory":"128Mi"}`, "providerSpec.kernel"},
 		{`{"kernel":"/boot/k","image":"x"}`, "providerSpec.image"},
 		{`{"kernel":"/nonexistent/vmlinuz"}`, "providerSpec.kernel"},

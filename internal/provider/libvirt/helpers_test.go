@@ -42,6 +42,10 @@ var fixture struct {
 // TCG on a shared CPU is slow.
 const timeoutBoot = 2 * time.Minute
 
+// stopTimeout bounds how long this test binary waits, at its end, for
+// other test binaries to be done with the libvirt daemons it started.
+const stopTimeout = 30 * time.Minute
+
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
@@ -64,7 +68,10 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer func() {
-		if err := daemons.Stop(); err != nil {
+		// Waits while other test processes still use daemons this one started.
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		if err := daemons.Stop(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the libvirt daemons:", err)
 		}
 	}()

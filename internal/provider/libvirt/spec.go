@@ -27,7 +27,8 @@ type ProviderSpec struct {
 	CPUs int `json:"cpus,omitempty"`
 	// Memory of the VM; default 512Mi, at least MinMemory.
 	Memory *resource.Quantity `json:"memory,omitempty"`
-	// DomainType is kvm or qemu (TCG emulation); default qemu.
+	// DomainType is kvm, qemu (TCG emulation) or auto (kvm where a probe
+	// proved KVM guests boot, else qemu); default qemu.
 	DomainType string `json:"domainType,omitempty"`
 
 	// Kernel, Initramfs and Cmdline boot the VM directly from files on the
@@ -78,6 +79,7 @@ type GuestForward struct {
 const (
 	DomainTypeKVM  = "kvm"
 	DomainTypeQEMU = "qemu"
+	DomainTypeAuto = "auto"
 )
 
 // Defaults and limits of the providerSpec.
@@ -165,8 +167,12 @@ func (ps ProviderSpec) validate(defaultURI string) (*spec, error) {
 		// virtualization is broken, so it must be asked for.
 		s.DomainType = DomainTypeQEMU
 	case DomainTypeKVM, DomainTypeQEMU:
+	case DomainTypeAuto:
+		if s.Kernel == "" {
+			return nil, invalid("providerSpec.domainType", "auto needs kernel: the KVM probe boots it")
+		}
 	default:
-		return nil, invalid("providerSpec.domainType", "%q: want %s or %s", s.DomainType, DomainTypeKVM, DomainTypeQEMU)
+		return nil, invalid("providerSpec.domainType", "%q: want %s, %s or %s", s.DomainType, DomainTypeKVM, DomainTypeQEMU, DomainTypeAuto)
 	}
 	switch {
 	case s.Kernel == "" && s.Image == "":
