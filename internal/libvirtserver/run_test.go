@@ -2,7 +2,6 @@ package libvirtserver
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,38 +19,7 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// stopTimeout bounds how long this test binary waits, at its end, for
-// other test binaries to be done with the libvirt daemons it started.
-const stopTimeout = 30 * time.Minute
-
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-// runMain starts the libvirt daemons when they are not running; the tests
-// fail, never skip, when they cannot be.
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "mw-libvirtserver-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	daemons, err := libvirtd.Ensure(ctx, dir)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: these tests need libvirtd and virtlogd (qemu:///system, as root): %v\n", err)
-		return 1
-	}
-	defer func() {
-		// Waits while other test processes still use daemons this one started.
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := daemons.Stop(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the libvirt daemons:", err)
-		}
-	}()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(libvirtd.Main(m, nil)) }
 
 // serve runs millwright-libvirt's Run with uri as the default URI, and
 // returns a client of its driver and its health address.

@@ -25,22 +25,12 @@ const (
 // deadline allows: if the grace period outlasts it, the call answers
 // Aborted and the next call carries on where it stopped.
 func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s, err := d.classSpec(req.MachineClass)
+	cl, err := d.begin(ctx, req.MachineClass, req.Machine)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMachine(req.Machine); err != nil {
-		return nil, err
-	}
-	name := domainName(req.Machine)
+	s, c, name := cl.spec, cl.conn, cl.name
 	defer d.lock(name)()
-	c, err := d.conns.get(ctx, s.URI)
-	if err != nil {
-		return nil, err
-	}
 	f, err := c.lookup(name)
 	if err != nil {
 		return nil, err

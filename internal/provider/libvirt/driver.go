@@ -117,6 +117,34 @@ func (d *Driver) classSpec(class *v1alpha1.MachineClass) (*spec, error) {
 	return decodeSpec(class.Spec.ProviderSpec.Raw, d.opts.DefaultURI)
 }
 
+// call is what a call about one Machine works with.
+type call struct {
+	spec *spec
+	conn *conn
+	name string // the Machine's domain
+}
+
+// begin checks a call about one Machine and connects to its class's
+// libvirt: ctx's end, the providerSpec and the Machine come first, so a
+// refused call touches nothing.
+func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1alpha1.Machine) (*call, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := d.classSpec(class)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMachine(m); err != nil {
+		return nil, err
+	}
+	c, err := d.conns.get(ctx, s.URI)
+	if err != nil {
+		return nil, err
+	}
+	return &call{spec: s, conn: c, name: domainName(m)}, nil
+}
+
 func checkMachine(m *v1alpha1.Machine) error {
 	switch {
 	case m == nil:
@@ -177,23 +205,12 @@ func (c *conn) providerID(name string) string {
 // CreateMachine defines and starts the Machine's domain, or starts the one
 // that exists. See docs/providers/libvirt.md for what the VM is given.
 func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineRequest) (*driver.CreateMachineResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s, err := d.classSpec(req.MachineClass)
+	cl, err := d.begin(ctx, req.MachineClass, req.Machine)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMachine(req.Machine); err != nil {
-		return nil, err
-	}
-	m := req.Machine
-	name := domainName(m)
+	s, c, name := cl.spec, cl.conn, cl.name
 	defer d.lock(name)()
-	c, err := d.conns.get(ctx, s.URI)
-	if err != nil {
-		return nil, err
-	}
 	f, err := c.lookup(name)
 	if err != nil {
 		return nil, err
@@ -339,21 +356,11 @@ func (c *conn) start(dom golibvirt.Domain) error {
 // none (or it was defined and never started, which CreateMachine does),
 // FailedPrecondition with the console's last lines when it has stopped.
 func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s, err := d.classSpec(req.MachineClass)
+	cl, err := d.begin(ctx, req.MachineClass, req.Machine)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkMachine(req.Machine); err != nil {
-		return nil, err
-	}
-	name := domainName(req.Machine)
-	c, err := d.conns.get(ctx, s.URI)
-	if err != nil {
-		return nil, err
-	}
+	c, name := cl.conn, cl.name
 	f, err := c.lookup(name)
 	if err != nil {
 		return nil, err

@@ -42,47 +42,7 @@ var fixture struct {
 // TCG on a shared CPU is slow.
 const timeoutBoot = 2 * time.Minute
 
-// stopTimeout bounds how long this test binary waits, at its end, for
-// other test binaries to be done with the libvirt daemons it started.
-const stopTimeout = 30 * time.Minute
-
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "mw-libvirt-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// QEMU runs as libvirt's unprivileged user: it must reach the files.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	daemons, err := libvirtd.Ensure(ctx, dir)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: these tests need libvirtd and virtlogd (qemu:///system, as root): %v\n", err)
-		return 1
-	}
-	defer func() {
-		// Waits while other test processes still use daemons this one started.
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		if err := daemons.Stop(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping the libvirt daemons:", err)
-		}
-	}()
-	cleanup, err := setUpFixture(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: setting up the test storage pool:", err)
-		return 1
-	}
-	defer cleanup()
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(libvirtd.Main(m, setUpFixture)) }
 
 func setUpFixture(dir string) (func(), error) {
 	c, err := dial(DefaultURI)
