@@ -1,11 +1,8 @@
 package libvirt
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 
-	"github.com/millwright-dev/millwright/pkg/driver"
 	"github.com/millwright-dev/millwright/pkg/driver/drivertest"
 )
 
@@ -26,23 +23,8 @@ func TestConformance(t *testing.T) {
 // millwright-libvirt serves it: behind driver.ServeEndpoint, called through
 // driver.Dial, so a code or message lost on the wire shows.
 func TestConformanceOverGRPC(t *testing.T) {
-	endpoint := "unix://" + filepath.Join(t.TempDir(), "libvirt.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- driver.ServeEndpoint(ctx, endpoint, newDriver(t)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("ServeEndpoint: %v", err)
-		}
-	})
-	c, err := driver.Dial(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
 	drivertest.Run(t, drivertest.Config{
-		Driver:       c,
+		Driver:       drivertest.OverGRPC(t, newDriver(t)),
 		Class:        class("conformance-grpc", imageSpec()),
 		InvalidClass: class("conformance-grpc-invalid", invalidSpec),
 	})

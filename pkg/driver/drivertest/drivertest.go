@@ -10,6 +10,9 @@
 //		})
 //	}
 //
+// To run it through the wire as Millwright calls a plugin, pass
+// OverGRPC(t, myDriver) as the Driver.
+//
 // It checks the promises Millwright relies on: create is idempotent per
 // Machine (never a second VM), deleting an absent VM is OK, an unknown
 // Machine is NotFound, ListMachines agrees with create and delete,
