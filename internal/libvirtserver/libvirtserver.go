@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -130,16 +129,11 @@ func healthHandler(d *libvirt.Driver) http.Handler {
 // Validate checks every flag at once, one line per problem, as a
 // cli.UsageError. An empty Endpoint is taken from the environment first.
 func (o *Options) Validate() error {
-	if o.Endpoint == "" {
-		o.Endpoint = os.Getenv(driver.EndpointEnv)
-	}
 	var errs []error
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 	}
-	if o.Endpoint == "" {
-		bad("endpoint", "required (or set %s): unix:///path.sock or tcp://host:port", driver.EndpointEnv)
-	} else if err := cli.CheckEndpoint(o.Endpoint, true); err != nil {
+	if err := cli.ServeEndpoint(&o.Endpoint); err != nil {
 		bad("endpoint", "%v", err)
 	}
 	if err := cli.CheckListenAddress(o.HealthAddress, false); err != nil {
