@@ -248,6 +248,9 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err != nil {
 		return err
 	}
+	if err := c.checkNetwork(s.Network); err != nil {
+		return err
+	}
 	pool, err := c.pool(s.Pool)
 	if err != nil {
 		return err
@@ -313,6 +316,21 @@ func (d *Driver) domainType(ctx context.Context, c *conn, s *spec) (string, erro
 		return "", invalid("providerSpec.domainType", "kvm is not available on libvirt at %s (%s); use qemu", c.uri, driver.MessageOf(c.errorf(err, "domain capabilities")))
 	}
 	return DomainTypeKVM, nil
+}
+
+// checkNetwork checks that a named libvirt network exists.
+func (c *conn) checkNetwork(n *NetworkSpec) error {
+	if n == nil || n.Name == "" {
+		return nil
+	}
+	_, err := c.l.NetworkLookupByName(n.Name)
+	if isCode(err, golibvirt.ErrNoNetwork) {
+		return invalid("providerSpec.network.name", "libvirt at %s has no network %q", c.uri, n.Name)
+	}
+	if err != nil {
+		return c.errorf(err, "looking up network %s", n.Name)
+	}
+	return nil
 }
 
 // checkFiles checks that the boot files exist, when libvirt runs on this

@@ -39,6 +39,7 @@ func TestInvalidProviderSpecNamesTheField(t *testing.T) {
 		{`{"kernel":"/proc","initramfs":"/proc/version"}`, "providerSpec.kernel"},
 		{`{"image":"no-such-image","pool":` + pool + `}`, "providerSpec.image"},
 		{`{"image":"x","pool":"no-such-pool"}`, "providerSpec.pool"},
+		{`{"image":"x","pool":` + pool + `,"network":{"name":"no-such-network"}}`, "providerSpec.network.name"},
 		{`{"image":` + fmt.Sprintf("%q", fixture.image) + `,"pool":` + pool + `,"diskSize":"1Mi"}`, "providerSpec.diskSize"},
 		{`{"image":"x","uri":"::"}`, "providerSpec.uri"},
 		{`{"image":"x","shutdownGracePeriod":"soon"}`, "providerSpec.shutdownGracePeriod"},

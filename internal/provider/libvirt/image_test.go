@@ -111,3 +111,47 @@ func TestDeleteWaitsNoLongerThanTheCall(t *testing.T) {
 		t.Fatal("the domain exists after DeleteMachine")
 	}
 }
+
+// TestNamedNetwork checks network.name attaches the VM's NIC to that
+// libvirt network. The network is a bare bridge of the test's own, with no
+// address: nothing is routed anywhere.
+func TestNamedNetwork(t *testing.T) {
+	l := libvirtConn(t)
+	name := fmt.Sprintf("mwtest-%d", time.Now().UnixNano()%1_000_000)
+	x, err := (&libvirtxml.Network{Name: name, Bridge: &libvirtxml.NetworkBridge{Name: "mwbr" + name[len("mwtest-"):]}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, err := l.NetworkCreateXML(x) // transient: gone when destroyed
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.NetworkDestroy(net) })
+
+	d := newDriver(t)
+	cl := class("network", fmt.Sprintf(`{"memory":"128Mi","image":%q,"pool":%q,"shutdownGracePeriod":"0s","network":{"name":%q}}`, fixture.image, fixture.pool, name))
+	m := machine("network")
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
+	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	dom, err := l.DomainLookupByName(domainName(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := l.DomainGetXMLDesc(dom, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def libvirtxml.Domain
+	if err := def.Unmarshal(live); err != nil {
+		t.Fatal(err)
+	}
+	ifs := def.Devices.Interfaces
+	if len(ifs) != 1 || ifs[0].Source == nil || ifs[0].Source.Network == nil || ifs[0].Source.Network.Network != name {
+		t.Fatalf("the VM's NIC is not on network %s:\n%s", name, live)
+	}
+	if def.QEMUCommandline != nil {
+		t.Errorf("a VM on a libvirt network also got QEMU arguments: %+v", def.QEMUCommandline)
+	}
+}
