@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // UsageError is a bad command line: a flag that does not parse or a value
@@ -118,4 +121,16 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 		return &UsageError{Err: err}
 	}
 	return nil
+}
+
+// ServeEndpoint resolves and checks the endpoint a driver plugin serves at:
+// *endpoint, or $MILLWRIGHT_DRIVER_ENDPOINT when it is empty (stored back).
+func ServeEndpoint(endpoint *string) error {
+	if *endpoint == "" {
+		*endpoint = os.Getenv(driver.EndpointEnv)
+	}
+	if *endpoint == "" {
+		return fmt.Errorf("required (or set %s): unix:///path.sock or tcp://host:port", driver.EndpointEnv)
+	}
+	return CheckEndpoint(*endpoint, true)
 }

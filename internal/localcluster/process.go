@@ -1,14 +1,14 @@
 package localcluster
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/millwright-dev/millwright/internal/logtail"
 )
 
 // process is one running component: the child started by startProcess,
@@ -94,24 +94,4 @@ func (p *process) stop(grace time.Duration) error {
 }
 
 // logTail returns the last n lines of a log file, for error messages.
-func logTail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
-	}
-	defer f.Close()
-	// The tail of a chatty component's log is within its last 64 KiB.
-	const window = 64 << 10
-	if fi, err := f.Stat(); err == nil && fi.Size() > window {
-		_, _ = f.Seek(fi.Size()-window, io.SeekStart)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return fmt.Sprintf("(reading log: %v)", err)
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
+func logTail(path string, n int) string { return logtail.Tail(path, n) }

@@ -1,7 +1,6 @@
 package simserver
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -49,7 +48,7 @@ the "` + sim.DefaultName + `" driver over gRPC at --endpoint, an admin HTTP API 
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			log := newLogger(logOut, o)
+			log := cli.NewLogger(logOut, o.LogLevel, o.LogFormat)
 			// pkg/driver's server logs through the default logger.
 			slog.SetDefault(log)
 			return Run(cmd.Context(), o, log)
@@ -58,21 +57,4 @@ the "` + sim.DefaultName + `" driver over gRPC at --endpoint, an admin HTTP API 
 	o.AddFlags(cmd.Flags())
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
 	return cmd
-}
-
-func newLogger(w io.Writer, o *Options) *slog.Logger {
-	level, _ := parseLevel(o.LogLevel) // checked by Validate
-	opts := &slog.HandlerOptions{Level: level}
-	if o.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
-	}
-	return l, nil
 }

@@ -1,8 +1,6 @@
 package simserver
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,7 +8,6 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
-	"github.com/millwright-dev/millwright/pkg/driver"
 	"github.com/millwright-dev/millwright/pkg/driver/drivertest"
 )
 
@@ -24,24 +21,8 @@ func TestConformanceOverGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	endpoint := "unix://" + filepath.Join(t.TempDir(), "sim.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- driver.ServeEndpoint(ctx, endpoint, s) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("ServeEndpoint: %v", err)
-		}
-	})
-	c, err := driver.Dial(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-
 	drivertest.Run(t, drivertest.Config{
-		Driver:       c,
+		Driver:       drivertest.OverGRPC(t, s),
 		Class:        simClass("conformance", `{"region":"local","zones":["local-a","local-b"],"instanceType":"sim.small"}`),
 		InvalidClass: simClass("conformance-invalid", `{"region":"local","zones":[]}`),
 	})

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -147,16 +146,11 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 // Validate checks every flag at once, one line per problem, as a
 // cli.UsageError. An empty Endpoint is taken from the environment first.
 func (o *Options) Validate() error {
-	if o.Endpoint == "" {
-		o.Endpoint = os.Getenv(driver.EndpointEnv)
-	}
 	var errs []error
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 	}
-	if o.Endpoint == "" {
-		bad("endpoint", "required (or set %s): unix:///path.sock or tcp://host:port", driver.EndpointEnv)
-	} else if err := cli.CheckEndpoint(o.Endpoint, true); err != nil {
+	if err := cli.ServeEndpoint(&o.Endpoint); err != nil {
 		bad("endpoint", "%v", err)
 	}
 	if err := cli.CheckListenAddress(o.AdminAddress, false); err != nil {
@@ -185,11 +179,11 @@ func (o *Options) Validate() error {
 	if o.InfraWorkers < 1 {
 		bad("infra-workers", "must be at least 1, got %d", o.InfraWorkers)
 	}
-	if _, err := parseLevel(o.LogLevel); err != nil {
+	if _, err := cli.ParseLevel(o.LogLevel); err != nil {
 		bad("log-level", "%v", err)
 	}
-	if o.LogFormat != "text" && o.LogFormat != "json" {
-		bad("log-format", "%q: want text or json", o.LogFormat)
+	if err := cli.CheckLogFormat(o.LogFormat); err != nil {
+		bad("log-format", "%v", err)
 	}
 	if len(errs) == 0 {
 		return nil

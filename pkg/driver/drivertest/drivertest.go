@@ -10,6 +10,9 @@
 //		})
 //	}
 //
+// To run it through the wire as Millwright calls a plugin, pass
+// OverGRPC(t, myDriver) as the Driver.
+//
 // It checks the promises Millwright relies on: create is idempotent per
 // Machine (never a second VM), two Machines of one name in two namespaces
 // are two VMs with two Nodes, deleting an absent VM is OK, an unknown

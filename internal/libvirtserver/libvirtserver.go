@@ -1,0 +1,167 @@
+// Package libvirtserver is the millwright-libvirt program: the libvirt
+// driver (internal/provider/libvirt) served over gRPC like any
+// out-of-process provider, with /healthz and /readyz over HTTP (ready while
+// libvirt answers). cmd/millwright-libvirt only calls NewCommand, so this
+// can be tested without building the binary.
+package libvirtserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/internal/provider/libvirt"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+const (
+	// readyTimeout bounds one /readyz check: a hung libvirtd is not ready.
+	readyTimeout = 5 * time.Second
+	// healthShutdownTimeout bounds the health server's graceful stop.
+	healthShutdownTimeout = 5 * time.Second
+)
+
+// Options are millwright-libvirt's settings, one field per flag.
+type Options struct {
+	// Endpoint serves the driver: unix:///path.sock or tcp://host:port.
+	// Empty: $MILLWRIGHT_DRIVER_ENDPOINT.
+	Endpoint string
+	// HealthAddress serves /healthz and /readyz; empty: off.
+	HealthAddress string
+	// DefaultURI is the libvirt daemon of classes whose providerSpec names none.
+	DefaultURI string
+	// ConsoleDir is where the VMs' serial consoles are logged, on the
+	// libvirt host.
+	ConsoleDir string
+	// Reconnect is how often an unreachable libvirt is tried again.
+	Reconnect time.Duration
+	// KVMProbeTimeout bounds the KVM probe of domainType auto.
+	KVMProbeTimeout time.Duration
+	// Name is the driver's name, as MachineClass spec.provider names it.
+	Name string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// LogFormat is text or json.
+	LogFormat string
+}
+
+// NewOptions returns the defaults of every flag.
+func NewOptions() *Options {
+	return &Options{
+		HealthAddress:   "127.0.0.1:8091",
+		DefaultURI:      libvirt.DefaultURI,
+		ConsoleDir:      libvirt.DefaultConsoleDir,
+		Reconnect:       5 * time.Second,
+		KVMProbeTimeout: libvirt.DefaultProbeTimeout,
+		Name:            libvirt.DefaultName,
+		LogLevel:        "info",
+		LogFormat:       "text",
+	}
+}
+
+// Run serves the driver until ctx ends, then stops gracefully. o must have
+// passed Validate. An unreachable libvirt does not stop it: it is logged,
+// retried every o.Reconnect, /readyz fails, and driver calls answer
+// Unavailable (Machines wait) until libvirt answers.
+func Run(ctx context.Context, o *Options, log *slog.Logger) error {
+	d := libvirt.New(libvirt.Options{
+		Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir,
+		ProbeTimeout: o.KVMProbeTimeout, Logger: log,
+	})
+	defer d.Close()
+	// Listen before serving anything, so a busy port fails the start at once.
+	var healthLis net.Listener
+	if o.HealthAddress != "" {
+		var err error
+		if healthLis, err = net.Listen("tcp", o.HealthAddress); err != nil {
+			return fmt.Errorf("health address: %w", err)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.Start(gctx, o.Reconnect) })
+	g.Go(func() error { return driver.ServeEndpoint(gctx, o.Endpoint, d) })
+	if healthLis != nil {
+		srv := &http.Server{Handler: healthHandler(d), ReadHeaderTimeout: 10 * time.Second}
+		log.Info("serving health checks", "address", healthLis.Addr().String())
+		g.Go(func() error {
+			if err := srv.Serve(healthLis); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("health server: %w", err)
+			}
+			return nil
+		})
+		g.Go(func() error {
+			<-gctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), healthShutdownTimeout)
+			defer cancel()
+			return srv.Shutdown(sctx)
+		})
+	}
+	log.Info("libvirt driver running", "driver", o.Name, "endpoint", o.Endpoint, "defaultURI", o.DefaultURI, "consoleDir", o.ConsoleDir)
+	err := g.Wait()
+	log.Info("libvirt driver stopped")
+	return err
+}
+
+// healthHandler answers /healthz (the process serves) and /readyz (libvirt
+// answers; its error otherwise).
+func healthHandler(d *libvirt.Driver) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := d.Ready(ctx); err != nil {
+			http.Error(w, "libvirt: "+driver.MessageOf(err), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// Validate checks every flag at once, one line per problem, as a
+// cli.UsageError. An empty Endpoint is taken from the environment first.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
+	}
+	if err := cli.ServeEndpoint(&o.Endpoint); err != nil {
+		bad("endpoint", "%v", err)
+	}
+	if err := cli.CheckListenAddress(o.HealthAddress, false); err != nil {
+		bad("health-address", "%v", err)
+	}
+	if err := libvirt.CheckURI(o.DefaultURI); err != nil {
+		bad("default-uri", "%v", err)
+	}
+	if o.ConsoleDir == "" {
+		bad("console-dir", "must not be empty")
+	}
+	if o.Reconnect <= 0 {
+		bad("reconnect", "must be a positive duration, got %s", o.Reconnect)
+	}
+	if o.KVMProbeTimeout <= 0 {
+		bad("kvm-probe-timeout", "must be a positive duration, got %s", o.KVMProbeTimeout)
+	}
+	if o.Name == "" {
+		bad("name", "must not be empty")
+	}
+	if _, err := cli.ParseLevel(o.LogLevel); err != nil {
+		bad("log-level", "%v", err)
+	}
+	if err := cli.CheckLogFormat(o.LogFormat); err != nil {
+		bad("log-format", "%v", err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &cli.UsageError{Err: errors.Join(errs...)}
+}

@@ -1,0 +1,33 @@
+package libvirtserver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/millwright-dev/millwright/internal/cli"
+)
+
+// TestValidateNamesEveryBadFlag checks a bad command line is a usage error
+// naming each refused flag, and that the defaults pass.
+func TestValidateNamesEveryBadFlag(t *testing.T) {
+	o := NewOptions()
+	o.Endpoint = "unix:///tmp/lv.sock"
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the defaults are refused: %v", err)
+	}
+	o = &Options{
+		Endpoint: "unix://relative", HealthAddress: "nohostport", DefaultURI: "::",
+		Reconnect: 0, KVMProbeTimeout: -1, LogLevel: "loud", LogFormat: "xml",
+	}
+	err := o.Validate()
+	var usage *cli.UsageError
+	if !errors.As(err, &usage) {
+		t.Fatalf("Validate: %v; want a usage error", err)
+	}
+	for _, flag := range []string{"endpoint", "health-address", "default-uri", "console-dir", "reconnect", "kvm-probe-timeout", "name", "log-level", "log-format"} {
+		if !strings.Contains(err.Error(), "--"+flag+": ") {
+			t.Errorf("the error does not name --%s:\n%v", flag, err)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package libvirt
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// kernelEnv names a kernel for the boot test; default the repository's
+// bin/vm/vmlinuz, which `make tools` fetches.
+const kernelEnv = "MILLWRIGHT_VM_KERNEL"
+
+// testKernel returns the kernel to boot, failing the test when there is none.
+func testKernel(t testing.TB) string {
+	t.Helper()
+	k := os.Getenv(kernelEnv)
+	if k == "" {
+		k = repoFile(t, "bin/vm/vmlinuz")
+	}
+	if _, err := os.Stat(k); err != nil {
+		t.Fatalf("no kernel to boot (%v): run `make tools`, or set %s to a Linux kernel image", err, kernelEnv)
+	}
+	return k
+}
+
+// emptyInitramfs writes an initramfs holding nothing (a newc cpio archive
+// of just its trailer): the kernel boots, finds no /init and no root, and
+// panics, which is all this test needs a guest to do.
+func emptyInitramfs(t testing.TB, dir string) string {
+	t.Helper()
+	var b bytes.Buffer
+	const name = "TRAILER!!!\x00"
+	fmt.Fprintf(&b, "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%s",
+		0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, len(name), 0, name)
+	for b.Len()%512 != 0 {
+		b.WriteByte(0)
+	}
+	p := filepath.Join(dir, "initramfs.img")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestKernelBootConsoleAndNetwork boots a kernel directly, on a restricted
+// user-mode network with a guest forward, and checks: the console reaches
+// its log through virtlogd; QEMU got the restricted network with the
+// forward (its chardev connects to the forward's host address at start);
+// and once the VM is off, GetMachineStatus fails quoting the console.
+func TestKernelBootConsoleAndNetwork(t *testing.T) {
+	kernel := testKernel(t)
+	initramfs := emptyInitramfs(t, fixture.dir)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	forwarded := make(chan struct{}, 1)
+	go func() {
+		if c, err := lis.Accept(); err == nil {
+			forwarded <- struct{}{}
+			defer c.Close()
+			_, _ = c.Read(make([]byte, 1)) // hold it open until the VM goes
+		}
+	}()
+
+	spec := fmt.Sprintf(`{"memory":"128Mi","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0","pool":%q,
+		"shutdownGracePeriod":"0s","network":{"user":{"restrict":true,"guestForwards":[{"guest":"10.0.2.100:6443","host":%q}]}}}`,
+		kernel, initramfs, fixture.pool, lis.Addr().String())
+	d := newDriver(t)
+	cl := class("boot", spec)
+	m := machine("boot")
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
+	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+
+	l := libvirtConn(t)
+	dom, err := l.DomainLookupByName(domainName(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := qemuArgs(t, domainName(m))
+	if want := "user,id=" + userNetID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-tcp:" + lis.Addr().String(); !strings.Contains(args, want) {
+		t.Errorf("QEMU's command line lacks %q:\n%s", want, args)
+	}
+	select {
+	case <-forwarded:
+	case <-time.After(timeoutBoot):
+		t.Error("QEMU never connected the guest forward to its host address")
+	}
+
+	const panicked = "end Kernel panic"
+	eventually(t, timeoutBoot, "the kernel's panic on the console", func() (bool, error) {
+		return strings.Contains(d.ConsoleTail(m, 50), panicked), nil
+	})
+	if !strings.Contains(d.ConsoleTail(m, 500), "Linux version") {
+		t.Errorf("the console lacks the kernel's banner:\n%s", d.ConsoleTail(m, 500))
+	}
+	if _, err := d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatalf("GetMachineStatus of the running VM: %v", err)
+	}
+
+	if err := l.DomainDestroy(dom); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition || !strings.Contains(driver.MessageOf(err), panicked) {
+		t.Fatalf("GetMachineStatus of the stopped VM: %v; want FailedPrecondition quoting the console", err)
+	}
+}
+
+// qemuArgs returns the command line of the QEMU process running a domain.
+func qemuArgs(t *testing.T, name string) string {
+	t.Helper()
+	pidFile := "/var/run/libvirt/qemu/" + name + ".pid"
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("QEMU's pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(cmdline), "\x00", " ")
+}

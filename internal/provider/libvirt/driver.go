@@ -1,0 +1,504 @@
+package libvirt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/logtail"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// DefaultName is the driver's name, as MachineClass spec.provider names it.
+const DefaultName = "libvirt"
+
+// Version of the driver, as GetPluginInfo reports it.
+const Version = "v0.1.0"
+
+// DefaultConsoleDir is where serial consoles are logged by default:
+// libvirt's own QEMU log directory, which virtlogd writes to.
+const DefaultConsoleDir = "/var/log/libvirt/qemu"
+
+// consoleTailLines is how much of the console an error message quotes.
+const consoleTailLines = 20
+
+// Options configure a Driver.
+type Options struct {
+	// Name is the driver's name; default DefaultName.
+	Name string
+	// DefaultURI is the libvirt daemon of classes that name none; default
+	// DefaultURI.
+	DefaultURI string
+	// ConsoleDir is where each VM's serial console is logged; default
+	// DefaultConsoleDir. It is a directory on the libvirt host.
+	ConsoleDir string
+	// Logger logs the connection's ups and downs; default slog.Default().
+	Logger *slog.Logger
+	// ProbeTimeout bounds the KVM probe of domainType auto; default
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+}
+
+// Driver runs each Machine as a libvirt domain. See docs/providers/libvirt.md.
+type Driver struct {
+	driver.UnimplementedDriver
+	opts   Options
+	conns  conns
+	probes probes
+
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex // per domain: one operation at a time
+	// shutdowns remembers when a deletion asked a domain to shut down, so
+	// the next call destroys it once the grace period is over.
+	shutdowns map[string]time.Time
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// New returns a driver. It connects to libvirt on the first call that
+// needs it; Start keeps watching the default URI.
+func New(o Options) *Driver {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.DefaultURI == "" {
+		o.DefaultURI = DefaultURI
+	}
+	if o.ConsoleDir == "" {
+		o.ConsoleDir = DefaultConsoleDir
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
+	return &Driver{opts: o, locks: map[string]*sync.Mutex{}, shutdowns: map[string]time.Time{}}
+}
+
+// Close disconnects from every libvirt daemon.
+func (d *Driver) Close() { d.conns.closeAll() }
+
+// lock serializes the operations on one domain within this driver.
+func (d *Driver) lock(name string) func() {
+	d.mu.Lock()
+	l := d.locks[name]
+	if l == nil {
+		l = &sync.Mutex{}
+		d.locks[name] = l
+	}
+	d.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// GetPluginInfo names the driver and its optional methods.
+func (d *Driver) GetPluginInfo(context.Context, *driver.GetPluginInfoRequest) (*driver.GetPluginInfoResponse, error) {
+	return &driver.GetPluginInfoResponse{
+		Name: d.opts.Name, Version: Version,
+		Implements: []driver.Method{driver.MethodGetMachineStatus, driver.MethodListMachines},
+	}, nil
+}
+
+// classSpec decodes the class's providerSpec.
+func (d *Driver) classSpec(class *v1alpha1.MachineClass) (*spec, error) {
+	if class == nil {
+		return nil, invalid("machineClass", "must be given")
+	}
+	return decodeSpec(class.Spec.ProviderSpec.Raw, d.opts.DefaultURI)
+}
+
+// call is what a call about one Machine works with.
+type call struct {
+	spec *spec
+	conn *conn
+	name string // the Machine's domain
+}
+
+// begin checks a call about one Machine and connects to its class's
+// libvirt: ctx's end, the providerSpec and the Machine come first, so a
+// refused call touches nothing.
+func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1alpha1.Machine) (*call, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := d.classSpec(class)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMachine(m); err != nil {
+		return nil, err
+	}
+	c, err := d.conns.get(ctx, s.URI)
+	if err != nil {
+		return nil, err
+	}
+	return &call{spec: s, conn: c, name: domainName(m)}, nil
+}
+
+func checkMachine(m *v1alpha1.Machine) error {
+	switch {
+	case m == nil:
+		return invalid("machine", "must be given")
+	case m.UID == "":
+		return invalid("machine.metadata.uid", "must be set: it names the Machine's domain")
+	}
+	return nil
+}
+
+// found is a Millwright domain.
+type found struct {
+	dom  golibvirt.Domain
+	meta *Meta
+}
+
+// lookup finds the domain name; nil when there is none. A domain of that
+// name without Millwright's metadata is FailedPrecondition: it is someone
+// else's, and is never touched.
+func (c *conn) lookup(name string) (*found, error) {
+	dom, err := c.l.DomainLookupByName(name)
+	if isCode(err, golibvirt.ErrNoDomain) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, c.errorf(err, "looking up domain %s", name)
+	}
+	meta, err := c.meta(dom)
+	if err != nil {
+		return nil, err
+	}
+	if meta == nil {
+		return nil, driver.Errorf(driver.FailedPrecondition, "libvirt at %s has a domain %s without Millwright's metadata: it is not Millwright's and is left alone", c.uri, name)
+	}
+	return &found{dom: dom, meta: meta}, nil
+}
+
+// meta reads a domain's Millwright metadata; nil when it has none.
+func (c *conn) meta(dom golibvirt.Domain) (*Meta, error) {
+	x, err := c.l.DomainGetMetadata(dom, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{MetadataNamespace}, golibvirt.DomainAffectConfig)
+	if isCode(err, golibvirt.ErrNoDomainMetadata) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, c.errorf(err, "reading the metadata of domain %s", dom.Name)
+	}
+	m, err := parseMeta(x)
+	if err != nil {
+		return nil, driver.Errorf(driver.Internal, "domain %s: %v", dom.Name, err)
+	}
+	return m, nil
+}
+
+func (c *conn) providerID(name string) string {
+	return "libvirt://" + c.host + "/" + name
+}
+
+// CreateMachine defines and starts the Machine's domain, or starts the one
+// that exists. See docs/providers/libvirt.md for what the VM is given.
+func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineRequest) (*driver.CreateMachineResponse, error) {
+	cl, err := d.begin(ctx, req.MachineClass, req.Machine)
+	if err != nil {
+		return nil, err
+	}
+	s, c, name := cl.spec, cl.conn, cl.name
+	defer d.lock(name)()
+	f, err := c.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		if err := d.define(ctx, c, s, req); err != nil {
+			return nil, err
+		}
+		if f, err = c.lookup(name); err != nil {
+			return nil, err
+		}
+		if f == nil {
+			return nil, driver.Errorf(driver.Unknown, "domain %s vanished right after it was defined", name)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.start(f.dom); err != nil {
+		return nil, err
+	}
+	return &driver.CreateMachineResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName}, nil
+}
+
+// define makes the Machine's volumes and defines its domain. Volumes come
+// first: a create interrupted before the domain is defined leaves volumes
+// the next create replaces and a deletion removes by name.
+func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.CreateMachineRequest) error {
+	m := req.Machine
+	name := domainName(m)
+	if err := checkFiles(c.uri, s); err != nil {
+		return err
+	}
+	virtType, err := d.domainType(ctx, c, s)
+	if err != nil {
+		return err
+	}
+	if err := c.checkNetwork(s.Network); err != nil {
+		return err
+	}
+	pool, err := c.pool(s.Pool)
+	if err != nil {
+		return err
+	}
+	var img *image
+	if s.Image != "" {
+		if img, err = c.image(pool, s.Image); err != nil {
+			return err
+		}
+		if s.diskBytes != 0 && s.diskBytes < img.capacity {
+			return invalid("providerSpec.diskSize", "%s is smaller than the image (%d bytes)", s.DiskSize.String(), img.capacity)
+		}
+	}
+	meta := &Meta{
+		Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
+		ClassNamespace: req.MachineClass.Namespace, ClassName: req.MachineClass.Name,
+		NodeName:   m.Name,
+		ConsoleLog: consoleLog(d.opts.ConsoleDir, name),
+		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}},
+	}
+	var userData []byte
+	if req.Secret != nil {
+		userData = req.Secret.Data["userData"]
+	}
+	iso, err := Seed{UserData: userData, MetaData: MetaData{
+		InstanceID: string(m.UID), LocalHostname: meta.NodeName, ProviderID: c.providerID(name),
+	}}.ISO()
+	if err != nil {
+		return driver.Errorf(driver.Internal, "%v", err)
+	}
+	if err := c.createSeed(pool, seedVolume(name), iso); err != nil {
+		return err
+	}
+	if img != nil {
+		if err := c.createOverlay(pool, diskVolume(name), img, s.diskBytes); err != nil {
+			return err
+		}
+		meta.Volumes = append(meta.Volumes, MetaVolume{Pool: s.Pool, Name: diskVolume(name)})
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x, err := domainXML(name, virtType, s, meta, s.Image != "")
+	if err != nil {
+		return driver.Errorf(driver.Internal, "domain XML: %v", err)
+	}
+	if _, err := c.l.DomainDefineXMLFlags(x, golibvirt.DomainDefineValidate); err != nil {
+		return c.errorf(err, "defining domain %s", name)
+	}
+	return nil
+}
+
+// domainType resolves the class's domain type: auto by the KVM probe, kvm
+// only if the host offers it.
+func (d *Driver) domainType(ctx context.Context, c *conn, s *spec) (string, error) {
+	switch s.DomainType {
+	case DomainTypeQEMU:
+		return DomainTypeQEMU, nil
+	case DomainTypeAuto:
+		return d.autoDomainType(ctx, c, s)
+	}
+	if _, err := c.l.ConnectGetDomainCapabilities(golibvirt.OptString{}, golibvirt.OptString{"x86_64"}, golibvirt.OptString{}, golibvirt.OptString{DomainTypeKVM}, 0); err != nil {
+		return "", invalid("providerSpec.domainType", "kvm is not available on libvirt at %s (%s); use qemu", c.uri, driver.MessageOf(c.errorf(err, "domain capabilities")))
+	}
+	return DomainTypeKVM, nil
+}
+
+// checkNetwork checks that a named libvirt network exists.
+func (c *conn) checkNetwork(n *NetworkSpec) error {
+	if n == nil || n.Name == "" {
+		return nil
+	}
+	_, err := c.l.NetworkLookupByName(n.Name)
+	if isCode(err, golibvirt.ErrNoNetwork) {
+		return invalid("providerSpec.network.name", "libvirt at %s has no network %q", c.uri, n.Name)
+	}
+	if err != nil {
+		return c.errorf(err, "looking up network %s", n.Name)
+	}
+	return nil
+}
+
+// checkFiles checks that the boot files exist, when libvirt runs on this
+// host (a remote daemon's files cannot be seen from here; libvirt reports
+// them missing when the domain starts).
+func checkFiles(uri string, s *spec) error {
+	if u, err := url.Parse(uri); err != nil || u.Host != "" {
+		return nil
+	}
+	for _, f := range []struct{ field, path string }{{"kernel", s.Kernel}, {"initramfs", s.Initramfs}} {
+		if f.path == "" {
+			continue
+		}
+		fi, err := os.Stat(f.path)
+		if err == nil && !fi.Mode().IsRegular() {
+			err = errors.New("not a regular file")
+		}
+		if err != nil {
+			return invalid("providerSpec."+f.field, "%q: %v", f.path, err)
+		}
+	}
+	return nil
+}
+
+// start starts a domain that is not running.
+func (c *conn) start(dom golibvirt.Domain) error {
+	active, err := c.l.DomainIsActive(dom)
+	if err != nil {
+		return c.errorf(err, "domain %s", dom.Name)
+	}
+	if active == 1 {
+		return nil
+	}
+	if err := c.l.DomainCreate(dom); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+		return c.errorf(err, "starting domain %s", dom.Name)
+	}
+	return nil
+}
+
+// GetMachineStatus reports the Machine's domain: NotFound when there is
+// none (or it was defined and never started, which CreateMachine does),
+// FailedPrecondition with the console's last lines when it has stopped.
+func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
+	cl, err := d.begin(ctx, req.MachineClass, req.Machine)
+	if err != nil {
+		return nil, err
+	}
+	c, name := cl.conn, cl.name
+	f, err := c.lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, driver.Errorf(driver.NotFound, "libvirt at %s has no domain %s for Machine %s", c.uri, name, req.Machine.Name)
+	}
+	state, reason, err := c.l.DomainGetState(f.dom, 0)
+	if err != nil {
+		return nil, c.errorf(err, "domain %s", name)
+	}
+	switch golibvirt.DomainState(state) {
+	case golibvirt.DomainShutoff:
+		if golibvirt.DomainShutoffReason(reason) == golibvirt.DomainShutoffUnknown {
+			return nil, driver.Errorf(driver.NotFound, "domain %s is defined but has not run since; CreateMachine starts it", name)
+		}
+		return nil, d.stopped(f, fmt.Sprintf("shut off (%s)", shutoffReason(reason)))
+	case golibvirt.DomainCrashed:
+		return nil, d.stopped(f, "crashed")
+	}
+	return &driver.GetMachineStatusResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName}, nil
+}
+
+func (d *Driver) stopped(f *found, how string) error {
+	return driver.Errorf(driver.FailedPrecondition, "domain %s has %s; last lines of its console %s:\n%s",
+		f.dom.Name, how, f.meta.ConsoleLog, logtail.Tail(f.meta.ConsoleLog, consoleTailLines))
+}
+
+func shutoffReason(r int32) string {
+	switch golibvirt.DomainShutoffReason(r) {
+	case golibvirt.DomainShutoffShutdown:
+		return "the guest powered off"
+	case golibvirt.DomainShutoffDestroyed:
+		return "destroyed"
+	case golibvirt.DomainShutoffCrashed:
+		return "the guest crashed"
+	case golibvirt.DomainShutoffFailed:
+		return "QEMU failed to start"
+	}
+	return fmt.Sprintf("reason %d", r)
+}
+
+// ConsoleTail returns the last lines the Machine's VM wrote to its serial
+// console.
+func (d *Driver) ConsoleTail(m *v1alpha1.Machine, lines int) string {
+	return logtail.Tail(consoleLog(d.opts.ConsoleDir, domainName(m)), lines)
+}
+
+// ListMachines lists the domains made from the class, by providerID.
+// Domains without Millwright's metadata are not looked at.
+func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := d.classSpec(req.MachineClass)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.conns.get(ctx, s.URI)
+	if err != nil {
+		return nil, err
+	}
+	doms, _, err := c.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsActive|golibvirt.ConnectListDomainsInactive)
+	if err != nil {
+		return nil, c.errorf(err, "listing domains")
+	}
+	out := map[string]string{}
+	for _, dom := range doms {
+		if !strings.HasPrefix(dom.Name, domainPrefix) {
+			continue
+		}
+		meta, err := c.meta(dom)
+		if driver.CodeOf(err) == driver.NotFound {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if meta != nil && meta.ofClass(req.MachineClass) {
+			out[c.providerID(dom.Name)] = meta.Name
+		}
+	}
+	return &driver.ListMachinesResponse{MachineList: out}, nil
+}
+
+// Ready reports whether the default libvirt daemon answers.
+func (d *Driver) Ready(ctx context.Context) error {
+	c, err := d.conns.get(ctx, d.opts.DefaultURI)
+	if err != nil {
+		return err
+	}
+	if _, err := c.l.ConnectGetLibVersion(); err != nil {
+		return c.errorf(err, "libvirt at %s", c.uri)
+	}
+	return nil
+}
+
+// Start watches the default libvirt daemon until ctx ends, logging when it
+// becomes unreachable or reachable again; calls made meanwhile answer
+// Unavailable. It always returns nil: an unreachable daemon is waited for,
+// not a reason to stop.
+func (d *Driver) Start(ctx context.Context, every time.Duration) error {
+	var last error
+	first := true
+	for {
+		err := d.Ready(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil && (first || last == nil):
+			d.opts.Logger.Error("libvirt unreachable; retrying", "uri", d.opts.DefaultURI, "every", every, "err", driver.MessageOf(err))
+		case err == nil && (first || last != nil):
+			d.opts.Logger.Info("connected to libvirt", "uri", d.opts.DefaultURI)
+		}
+		last, first = err, false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}

@@ -1,0 +1,308 @@
+package libvirt
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/kdomanski/iso9660"
+	corev1 "k8s.io/api/core/v1"
+	"libvirt.org/go/libvirtxml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// TestInvalidProviderSpecNamesTheField checks every refusal is
+// InvalidArgument and names the field to fix, including the ones found
+// only on the libvirt host (a missing kernel file or image volume).
+func TestInvalidProviderSpecNamesTheField(t *testing.T) {
+	d := newDriver(t)
+	pool := fmt.Sprintf("%q", fixture.pool)
+	for _, tc := range []struct{ spec, field string }{
+		{``, "providerSpec"},
+		{`{"image":"x","pool":` + pool + `,"colour":"red"}`, "providerSpec.colour"},
+		{`{"image":"x","pool":` + pool + `,"cpus":"two"}`, "providerSpec.cpus"},
+		{`{"image":"x","pool":` + pool + `,"cpus":100}`, "providerSpec.cpus"},
+		{`{"image":"x","pool":` + pool + `,"memory":"64Mi"}`, "providerSpec.memory"},
+		{`{"image":"x","pool":` + pool + `,"domainType":"xen"}`, "providerSpec.domainType"},
+		{`{"image":"x","pool":` + pool + `,"domainType":"auto"}`, "providerSpec.domainType"},
+		{`{"memory":"128Mi"}`, "providerSpec.kernel"},
+		{`{"kernel":"/boot/k","image":"x"}`, "providerSpec.image"},
+		{`{"kernel":"/nonexistent/vmlinuz"}`, "providerSpec.kernel"},
+		{`{"kernel":"/proc/version","initramfs":"/nonexistent/initrd.img"}`, "providerSpec.initramfs"},
+		{`{"kernel":"/proc","initramfs":"/proc/version"}`, "providerSpec.kernel"},
+		{`{"image":"no-such-image","pool":` + pool + `}`, "providerSpec.image"},
+		{`{"image":"x","pool":"no-such-pool"}`, "providerSpec.pool"},
+		{`{"image":"x","pool":` + pool + `,"network":{"name":"no-such-network"}}`, "providerSpec.network.name"},
+		{`{"image":` + fmt.Sprintf("%q", fixture.image) + `,"pool":` + pool + `,"diskSize":"1Mi"}`, "providerSpec.diskSize"},
+		{`{"image":"x","uri":"::"}`, "providerSpec.uri"},
+		{`{"image":"x","shutdownGracePeriod":"soon"}`, "providerSpec.shutdownGracePeriod"},
+		{`{"image":"x","network":{"name":"default","user":{}}}`, "providerSpec.network"},
+		{`{"image":"x","network":{"user":{"guestForwards":[{"guest":"192.168.1.1:80","host":"127.0.0.1:80"}]}}}`, "providerSpec.network.user.guestForwards[0].guest"},
+		{`{"image":"x","network":{"user":{"guestForwards":[{"guest":"10.0.2.100:6443","host":"127.0.0.1"}]}}}`, "providerSpec.network.user.guestForwards[0].host"},
+	} {
+		_, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: machine("invalid"), MachineClass: class("invalid", tc.spec)})
+		if driver.CodeOf(err) != driver.InvalidArgument || !strings.HasPrefix(driver.MessageOf(err), tc.field+": ") {
+			t.Errorf("spec %s: %v; want InvalidArgument naming %s", tc.spec, err, tc.field)
+		}
+	}
+	if names := volumes(t, libvirtConn(t), domainPrefix); len(names) != 0 {
+		t.Errorf("refused creates left volumes: %v", names)
+	}
+}
+
+// TestRestartFindsItsDomains checks that a new driver instance (a restarted
+// millwright-libvirt) finds the domain an earlier one made, and makes no
+// second.
+func TestRestartFindsItsDomains(t *testing.T) {
+	cl := class("restart", imageSpec())
+	m := machine("restart")
+	first, err := newDriver(t).CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t)
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
+	again, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ProviderID != first.ProviderID {
+		t.Fatalf("after a restart CreateMachine returned %q, before %q", again.ProviderID, first.ProviderID)
+	}
+	list, err := d.ListMachines(ctx(t), &driver.ListMachinesRequest{MachineClass: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{first.ProviderID: m.Name}; !mapsEqual(list.MachineList, want) {
+		t.Fatalf("ListMachines after a restart: %v; want %v", list.MachineList, want)
+	}
+	if _, err := d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatalf("GetMachineStatus after a restart: %v", err)
+	}
+	other, err := d.ListMachines(ctx(t), &driver.ListMachinesRequest{MachineClass: class("restart-other", imageSpec())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := other.MachineList[first.ProviderID]; ok {
+		t.Fatalf("ListMachines of another class lists %s", first.ProviderID)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestForeignDomainIsNeverTouched defines a domain without Millwright's
+// metadata under the very name a Machine would get, and checks that no
+// list shows it and neither create nor delete changes it.
+func TestForeignDomainIsNeverTouched(t *testing.T) {
+	l := libvirtConn(t)
+	m := machine("foreign")
+	name := domainName(m)
+	x, err := (&libvirtxml.Domain{
+		Type: "qemu", Name: name, Memory: &libvirtxml.DomainMemory{Value: 128, Unit: "MiB"},
+		OS: &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}},
+	}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom, err := l.DomainDefineXMLFlags(x, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.DomainUndefine(dom) })
+	before, err := l.DomainGetXMLDesc(dom, golibvirt.DomainXMLInactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d := newDriver(t)
+	cl := class("foreign", imageSpec())
+	list, err := d.ListMachines(ctx(t), &driver.ListMachinesRequest{MachineClass: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, machine := range list.MachineList {
+		if strings.HasSuffix(id, "/"+name) || machine == m.Name {
+			t.Errorf("ListMachines lists the foreign domain: %s -> %s", id, machine)
+		}
+	}
+	_, err = d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition {
+		t.Errorf("CreateMachine over a foreign domain: %v; want FailedPrecondition", err)
+	}
+	_, err = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition {
+		t.Errorf("DeleteMachine of a foreign domain: %v; want FailedPrecondition", err)
+	}
+	after, err := l.DomainGetXMLDesc(dom, golibvirt.DomainXMLInactive)
+	if err != nil {
+		t.Fatalf("the foreign domain is gone: %v", err)
+	}
+	if after != before {
+		t.Errorf("the foreign domain changed:\n%s\nwas\n%s", after, before)
+	}
+	if active, err := l.DomainIsActive(dom); err != nil || active != 0 {
+		t.Errorf("the foreign domain was started (active %d, %v)", active, err)
+	}
+}
+
+// TestDeleteLeavesNothing checks a deletion removes the domain, its seed
+// and disk volumes and its console log, and that the domain was persistent
+// and running before.
+func TestDeleteLeavesNothing(t *testing.T) {
+	l := libvirtConn(t)
+	d := newDriver(t)
+	cl := class("delete", imageSpec())
+	m := machine("delete")
+	name := domainName(m)
+	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	dom, err := l.DomainLookupByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if persistent, err := l.DomainIsPersistent(dom); err != nil || persistent != 1 {
+		t.Errorf("the domain is not persistent (%d, %v): it would not survive a libvirtd restart", persistent, err)
+	}
+	if active, err := l.DomainIsActive(dom); err != nil || active != 1 {
+		t.Errorf("the domain is not running after CreateMachine (%d, %v)", active, err)
+	}
+	want := []string{diskVolume(name), seedVolume(name)}
+	if got := volumes(t, l, name); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+		t.Errorf("volumes after create: %v; want %v", got, want)
+	}
+	log := consoleLog(fixture.consoleDir, name)
+	eventually(t, timeoutBoot, "the console log to exist", func() (bool, error) {
+		_, err := os.Stat(log)
+		return err == nil, nil
+	})
+	if _, err := d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	if domainExists(t, l, name) {
+		t.Error("the domain exists after DeleteMachine")
+	}
+	if got := volumes(t, l, name); len(got) != 0 {
+		t.Errorf("volumes after delete: %v", got)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Errorf("the console log is still there after delete (%v)", err)
+	}
+}
+
+// TestSeed checks the seed a VM is given: a read-only virtio disk with
+// serial cidata, holding an ISO 9660 image labelled cidata with the user
+// data as given and the meta-data a VM's init reads.
+func TestSeed(t *testing.T) {
+	l := libvirtConn(t)
+	d := newDriver(t)
+	cl := class("seed", imageSpec())
+	m := machine("seed")
+	name := domainName(m)
+	userData := []byte("#!/bin/sh\necho 'hello from user data'\n")
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
+	resp, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{
+		Machine: m, MachineClass: cl,
+		Secret: &corev1.Secret{Data: map[string][]byte{"userData": userData}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom, err := l.DomainLookupByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := l.DomainGetXMLDesc(dom, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def libvirtxml.Domain
+	if err := def.Unmarshal(x); err != nil {
+		t.Fatal(err)
+	}
+	var seed *libvirtxml.DomainDisk
+	for i, disk := range def.Devices.Disks {
+		if disk.Serial == SeedLabel {
+			seed = &def.Devices.Disks[i]
+		}
+	}
+	switch {
+	case seed == nil:
+		t.Fatalf("no disk with serial %s in\n%s", SeedLabel, x)
+	case seed.ReadOnly == nil || seed.Target.Bus != "virtio" || seed.Driver.Type != "raw":
+		t.Errorf("the seed disk is not a read-only raw virtio disk:\n%s", x)
+	}
+
+	pool, err := l.StoragePoolLookupByName(fixture.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol, err := l.StorageVolLookupByName(pool, seedVolume(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var iso bytes.Buffer
+	if err := l.StorageVolDownload(vol, &iso, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	img, err := iso9660.OpenImage(bytes.NewReader(iso.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label, err := img.Label(); err != nil || label != SeedLabel {
+		t.Errorf("seed label %q (%v); want %q", label, err, SeedLabel)
+	}
+	root, err := img.RootDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids, err := root.GetChildren()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, k := range kids {
+		data, err := io.ReadAll(k.Reader())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// ISO 9660 names carry a version (";1"), which Linux hides.
+		files[strings.TrimSuffix(k.Name(), ";1")] = data
+	}
+	if !bytes.Equal(files["user-data"], userData) {
+		t.Errorf("user-data is %q; want %q (files: %v)", files["user-data"], userData, keys(files))
+	}
+	var meta map[string]string
+	if err := yaml.Unmarshal(files["meta-data"], &meta); err != nil {
+		t.Fatalf("meta-data %q: %v", files["meta-data"], err)
+	}
+	want := map[string]string{"instance-id": string(m.UID), "local-hostname": m.Name, "provider-id": resp.ProviderID}
+	if !mapsEqual(meta, want) {
+		t.Errorf("meta-data is %v; want %v", meta, want)
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
