@@ -3,8 +3,10 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +33,8 @@ func TestCluster(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	begin := time.Now()
-	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf})
+	vmIP := net.IPv4(10, 0, 2, 100)
+	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf, APIServerExtraIPs: []net.IP{vmIP}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +73,32 @@ func TestCluster(t *testing.T) {
 			}
 			if fi, err := os.Stat(c.LogPath(name)); err != nil || fi.Size() == 0 {
 				t.Errorf("log of %s missing or empty: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("serving certificate carries the extra IP", func(t *testing.T) {
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(c.APIServerURL(), "https://"), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close() }()
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		if err := leaf.VerifyHostname(vmIP.String()); err != nil {
+			t.Errorf("serving certificate (IPs %v): %v", leaf.IPAddresses, err)
+		}
+	})
+
+	// The TLS bootstrap itself (a token's CSR approved and signed) is
+	// tested with a real joining node in internal/nodeagent.
+	t.Run("node bootstrap RBAC", func(t *testing.T) {
+		for _, want := range nodeBootstrapRBAC {
+			got, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.RoleRef != want.RoleRef || len(got.Subjects) != 1 || got.Subjects[0] != want.Subjects[0] {
+				t.Errorf("ClusterRoleBinding %s: roleRef %v subjects %v, want %v %v", want.Name, got.RoleRef, got.Subjects, want.RoleRef, want.Subjects)
 			}
 		}
 	})

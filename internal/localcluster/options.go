@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,11 @@ type Options struct {
 	// StopGracePeriod is how long a component may take to exit after
 	// SIGTERM before it gets SIGKILL. Default: 10s.
 	StopGracePeriod time.Duration
+	// APIServerExtraIPs are added to the IP SANs of the API server's
+	// serving certificate, beside 127.0.0.1: the addresses a VM reaches
+	// the API server at through a forwarded port (QEMU user networking's
+	// guestfwd, e.g. 10.0.2.100), so its TLS check passes.
+	APIServerExtraIPs []net.IP
 	// Logf, when set, receives progress messages ("etcd healthy after
 	// 1.2s").
 	Logf func(format string, args ...any)
