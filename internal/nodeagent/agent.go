@@ -1,0 +1,258 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/apimachinery/lease"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// Options tunes the agent. The zero value takes the kubelet's defaults.
+type Options struct {
+	// CertDir receives the node's key, certificate and kubeconfig. In a
+	// VM it is on /run, a tmpfs: nothing is written to a disk.
+	CertDir string
+	// MaxPods is the Node's pods capacity. Default 0: the agent runs no
+	// containers, so the scheduler places nothing on it.
+	MaxPods int
+	// LeaseDuration is the Lease's leaseDurationSeconds (kubelet: 40s);
+	// the Lease is renewed every quarter of it, as the kubelet does.
+	LeaseDuration time.Duration
+	// StatusReportFrequency is how often the Node's status (conditions'
+	// lastHeartbeatTime) is posted although nothing changed (kubelet's
+	// nodeStatusReportFrequency: 5m). The Lease is the liveness signal.
+	StatusReportFrequency time.Duration
+	// RetryInterval is the first wait between join attempts in Run,
+	// doubled up to a minute (default 2s).
+	RetryInterval time.Duration
+	// Logf receives progress messages; default: none.
+	Logf func(format string, args ...any)
+}
+
+func (o *Options) setDefaults() {
+	if o.CertDir == "" {
+		o.CertDir = "/run/millwright-node-agent"
+	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 40 * time.Second
+	}
+	if o.StatusReportFrequency <= 0 {
+		o.StatusReportFrequency = 5 * time.Minute
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = 2 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Agent is a joined node: Join made it, Heartbeat keeps it alive.
+type Agent struct {
+	cfg    JoinConfig
+	opts   Options
+	client kubernetes.Interface
+	node   *corev1.Node
+}
+
+// Run joins, retrying failed attempts with back-off (the API server may
+// not be reachable yet, or the CSR not approved), then heartbeats until
+// ctx ends. It returns nil after a clean stop.
+func Run(ctx context.Context, cfg JoinConfig, opts Options) error {
+	opts.setDefaults()
+	backoff := wait.Backoff{Duration: opts.RetryInterval, Factor: 2, Steps: 1 << 30, Cap: time.Minute}
+	for {
+		a, err := Join(ctx, cfg, opts)
+		if err == nil {
+			return a.Heartbeat(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		d := backoff.Step()
+		opts.Logf("join failed, retrying in %s: %v", d, err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+	}
+}
+
+// Join bootstraps the node's credentials and registers its Node.
+func Join(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
+	opts.setDefaults()
+	begin := time.Now()
+	rc, err := Bootstrap(ctx, cfg, opts.CertDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Logf("client certificate for system:node:%s issued after %s", cfg.NodeName, time.Since(begin).Round(time.Millisecond))
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, opts: opts, client: client}
+	if err := a.register(ctx); err != nil {
+		return nil, err
+	}
+	opts.Logf("Node %s registered (providerID %s) after %s", cfg.NodeName, cfg.ProviderID, time.Since(begin).Round(time.Millisecond))
+	return a, nil
+}
+
+// register creates the Node as the kubelet does, or adopts the one a
+// previous run of the agent created, then posts its status.
+func (a *Agent) register(ctx context.Context) error {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: a.cfg.NodeName,
+			Labels: map[string]string{
+				corev1.LabelHostname:   a.cfg.NodeName,
+				corev1.LabelOSStable:   runtime.GOOS,
+				corev1.LabelArchStable: runtime.GOARCH,
+			},
+		},
+		Spec: corev1.NodeSpec{ProviderID: a.cfg.ProviderID},
+	}
+	created, err := a.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		a.node = created
+	case apierrors.IsAlreadyExists(err):
+		existing, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if existing.Spec.ProviderID != a.cfg.ProviderID {
+			return fmt.Errorf("the Node %s exists with providerID %q, not %q", a.cfg.NodeName, existing.Spec.ProviderID, a.cfg.ProviderID)
+		}
+		a.node = existing
+	default:
+		return fmt.Errorf("registering Node %s: %w", a.cfg.NodeName, err)
+	}
+	return a.postStatus(ctx, true, "KubeletReady", "millwright-node-agent is posting ready status (it runs no containers)")
+}
+
+// postStatus writes the Node's status: capacity, addresses, node info and
+// the kubelet's four conditions, with Ready as given.
+func (a *Agent) postStatus(ctx context.Context, ready bool, reason, message string) error {
+	capacity, err := capacity(a.opts.MaxPods)
+	if err != nil {
+		return err
+	}
+	ip, err := internalIP(a.cfg.Server)
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	status := func(ok bool) corev1.ConditionStatus {
+		if ok {
+			return corev1.ConditionTrue
+		}
+		return corev1.ConditionFalse
+	}
+	conditions := []corev1.NodeCondition{
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "no memory pressure"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "no disk pressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "no PID pressure"},
+		{Type: corev1.NodeReady, Status: status(ready), Reason: reason, Message: message},
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		node.Status.Capacity = capacity
+		node.Status.Allocatable = capacity
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: a.cfg.NodeName}}
+		node.Status.NodeInfo = nodeInfo(a.cfg.InstanceID)
+		for _, c := range conditions {
+			c.LastHeartbeatTime = now
+			c.LastTransitionTime = now
+			for _, old := range node.Status.Conditions {
+				if old.Type == c.Type && old.Status == c.Status {
+					c.LastTransitionTime = old.LastTransitionTime
+				}
+			}
+			setCondition(&node.Status.Conditions, c)
+		}
+		updated, err := a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+		if err == nil {
+			a.node = updated
+		}
+		return err
+	})
+}
+
+func setCondition(conds *[]corev1.NodeCondition, c corev1.NodeCondition) {
+	for i := range *conds {
+		if (*conds)[i].Type == c.Type {
+			(*conds)[i] = c
+			return
+		}
+	}
+	*conds = append(*conds, c)
+}
+
+// Heartbeat keeps the Node alive until ctx ends: it renews the Node's
+// Lease in kube-node-lease every quarter of Options.LeaseDuration (the
+// kubelet's lease controller, from k8s.io/component-helpers) and posts
+// the status every Options.StatusReportFrequency. When ctx ends it posts
+// Ready=False (reason NodeAgentStopped), as a kubelet shutting down
+// gracefully does, and returns nil.
+func (a *Agent) Heartbeat(ctx context.Context) error {
+	seconds := int32(a.opts.LeaseDuration / time.Second)
+	lc := lease.NewController(clock.RealClock{}, a.client, a.cfg.NodeName, seconds, nil,
+		a.opts.LeaseDuration/4, a.cfg.NodeName, corev1.NamespaceNodeLease, a.ownLease)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lc.Run(ctx)
+	}()
+	t := time.NewTicker(a.opts.StatusReportFrequency)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			<-done
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := a.postStatus(stopCtx, false, "NodeAgentStopped", "millwright-node-agent stopped (the machine is shutting down)"); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				a.opts.Logf("posting NotReady on stop: %v", err)
+			}
+			a.opts.Logf("stopped")
+			return nil
+		case <-t.C:
+			if err := a.postStatus(ctx, true, "KubeletReady", "millwright-node-agent is posting ready status (it runs no containers)"); err != nil && ctx.Err() == nil {
+				a.opts.Logf("posting the Node's status: %v", err)
+			}
+		}
+	}
+}
+
+// ownLease makes the Node own its Lease, as the kubelet does, so the
+// garbage collector deletes the Lease with the Node.
+func (a *Agent) ownLease(l *coordinationv1.Lease) error {
+	if len(l.OwnerReferences) == 0 {
+		l.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Node", Name: a.node.Name, UID: a.node.UID,
+			BlockOwnerDeletion: ptr.To(false),
+		}}
+	}
+	return nil
+}
+
+// Client is the agent's client, authenticated as system:node:<name>.
+func (a *Agent) Client() kubernetes.Interface { return a.client }
