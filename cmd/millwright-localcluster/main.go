@@ -2,7 +2,7 @@
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 // from bin/) until interrupted:
 //
-//	millwright-localcluster up [--dir D] [--kubeconfig PATH] [--bin-dir B] [--apiserver-extra-ip IP]
+//	millwright-localcluster up [--dir D] [--kubeconfig PATH] [--bin-dir B] [--apiserver-extra-ip IP] [--apiserver-bind-address 0.0.0.0]
 //
 // It prints the kubeconfig to use, runs until Ctrl-C or SIGTERM, then stops
 // every component. Nodes annotated kwok.x-k8s.io/node=fake are kept Ready
@@ -111,6 +111,7 @@ func newFlags(out io.Writer, opts *localcluster.Options) *flag.FlagSet {
 		opts.APIServerExtraIPs = append(opts.APIServerExtraIPs, ip)
 		return nil
 	})
+	fs.StringVar(&opts.APIServerBindAddress, "apiserver-bind-address", "127.0.0.1", "where the API server listens: 127.0.0.1, or 0.0.0.0 for VMs on a libvirt network (with --apiserver-extra-ip set to the host's address there)")
 	fs.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default: <repository root>/bin)")
 	return fs
 }

@@ -23,7 +23,7 @@ func (c *Cluster) apiServer() (*component, error) {
 		name: APIServer,
 		args: []string{
 			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.ports.etcdClient),
-			"--bind-address=127.0.0.1",
+			"--bind-address=" + c.opts.APIServerBindAddress,
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(c.ports.apiServer),
 			"--tls-cert-file=" + c.pki.servingCert,

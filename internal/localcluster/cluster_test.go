@@ -34,7 +34,7 @@ func TestCluster(t *testing.T) {
 	dir := t.TempDir()
 	begin := time.Now()
 	vmIP := net.IPv4(10, 0, 2, 100)
-	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf, APIServerExtraIPs: []net.IP{vmIP}})
+	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf, APIServerExtraIPs: []net.IP{vmIP}, APIServerBindAddress: "0.0.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,17 @@ func TestCluster(t *testing.T) {
 		if err := leaf.VerifyHostname(vmIP.String()); err != nil {
 			t.Errorf("serving certificate (IPs %v): %v", leaf.IPAddresses, err)
 		}
+	})
+
+	t.Run("the API server listens on every address", func(t *testing.T) {
+		// A socket bound to 127.0.0.1 refuses connections to 127.0.0.2;
+		// one bound to 0.0.0.0 accepts them.
+		_, port, _ := strings.Cut(strings.TrimPrefix(c.APIServerURL(), "https://"), ":")
+		conn, err := tls.Dial("tcp", "127.0.0.2:"+port, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatalf("APIServerBindAddress 0.0.0.0: %v", err)
+		}
+		_ = conn.Close()
 	})
 
 	// The TLS bootstrap itself (a token's CSR approved and signed) is
@@ -358,6 +369,13 @@ func TestMissingBinaries(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cluster")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Start created its Dir before finding the binaries missing: %v", err)
+	}
+}
+
+func TestBadBindAddress(t *testing.T) {
+	o := Options{BinDir: t.TempDir(), APIServerBindAddress: "10.0.0.1"}
+	if err := o.setDefaults(); err == nil || !strings.Contains(err.Error(), "APIServerBindAddress") {
+		t.Errorf("setDefaults with bind address 10.0.0.1: %v, want it refused", err)
 	}
 }
 

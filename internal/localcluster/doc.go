@@ -44,7 +44,8 @@
 // csrapproving controller approves their node client CSRs), group
 // system:nodes to ...:selfnodeclient (renewals). Options.APIServerExtraIPs
 // adds the address a VM reaches the API server at to its serving
-// certificate. docs/providers/node-agent.md shows a VM joining.
+// certificate, and Options.APIServerBindAddress 0.0.0.0 lets it listen
+// there. docs/providers/node-agent.md shows a VM joining.
 //
 // # Nodes: kwok
 //
