@@ -6,6 +6,7 @@ require (
 	github.com/cavaliergopher/cpio v1.0.1
 	github.com/go-logr/logr v1.4.4
 	github.com/insomniacslk/dhcp v0.0.0-20260901064844-234b97448fae
+	github.com/kdomanski/iso9660 v0.4.0
 	github.com/prometheus/client_golang v1.23.2
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
