@@ -53,7 +53,10 @@ type cloudFile struct {
 // kubelet with --bootstrap-kubeconfig under the Machine's name, and the
 // commands that start it. The kubelet trades the token for a client
 // certificate (the CSR is approved by whatever approves the cluster's
-// kubelet CSRs) and writes its own kubeconfig.
+// kubelet CSRs) and writes its own kubeconfig. millwright-node-agent
+// (internal/nodeagent, whose tests render with this function) reads the
+// bootstrap kubeconfig's write_files entry and --hostname-override from
+// it: see docs/providers/node-agent.md before changing either.
 func UserData(d JoinData) ([]byte, error) {
 	kubeconfig, err := bootstrapKubeconfig(d)
 	if err != nil {
