@@ -85,16 +85,20 @@ func TestBoot(t *testing.T) {
 
 	monitor := filepath.Join(dir, "monitor.sock")
 	begin := time.Now()
-	err = c.StartProcess(ctx, "qemu", "qemu-system-x86_64",
-		"-machine", "accel=tcg", "-m", "512", "-smp", "1", "-nographic", "-no-reboot",
-		"-kernel", kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1",
-		"-drive", "file="+seed+",if=none,id=seed,format=raw,readonly=on",
-		"-device", "virtio-blk-pci,drive=seed,serial=cidata",
-		"-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0",
-		"-monitor", "unix:"+monitor+",server,nowait")
-	if err != nil {
-		t.Fatal(err)
+	startQEMU := func(name, seed, monitor string) {
+		t.Helper()
+		err := c.StartProcess(ctx, name, "qemu-system-x86_64",
+			"-machine", "accel=tcg", "-m", "512", "-smp", "1", "-nographic", "-no-reboot",
+			"-kernel", kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1",
+			"-drive", "file="+seed+",if=none,id=seed,format=raw,readonly=on",
+			"-device", "virtio-blk-pci,drive=seed,serial=cidata",
+			"-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0",
+			"-monitor", "unix:"+monitor+",server,nowait")
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
+	startQEMU("qemu", seed, monitor)
 	console := c.LogPath("qemu")
 	poll := func(what string, bound time.Duration, cond func(ctx context.Context) (bool, error)) {
 		t.Helper()
@@ -162,6 +166,25 @@ func TestBoot(t *testing.T) {
 	}
 	if out, _ := os.ReadFile(console); !bytes.Contains(out, []byte("reboot: Power down")) {
 		t.Errorf("the console does not show a power-off:\n%s", out)
+	}
+
+	// A seed the agent cannot join with (no provider-id): the agent
+	// exits, and pid 1 powers the VM off rather than exiting too, which
+	// would panic the kernel.
+	bad := filepath.Join(dir, "bad-seed.iso")
+	writeSeed(t, bad, ud, []byte("instance-id: uid-bad\nlocal-hostname: "+node+"\n"))
+	startQEMU("qemu-bad", bad, filepath.Join(dir, "monitor-bad.sock"))
+	begin = time.Now()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		exited, _ := c.ProcessExited("qemu-bad")
+		return exited, nil
+	}); err != nil {
+		t.Fatalf("the VM with a bad seed did not power off: %v", err)
+	}
+	t.Logf("the VM with a bad seed powered off after %.1fs", time.Since(begin).Seconds())
+	out, _ := os.ReadFile(c.LogPath("qemu-bad"))
+	if !bytes.Contains(out, []byte("no provider-id")) || !bytes.Contains(out, []byte("reboot: Power down")) || bytes.Contains(out, []byte("Kernel panic")) {
+		t.Errorf("the console of the VM with a bad seed does not show the agent's error and a clean power-off:\n%s", out)
 	}
 }
 

@@ -29,14 +29,20 @@ const (
 // powered off.
 func Main(childArgs func(seedDir string) []string) {
 	defer func() {
-		if r := recover(); r != nil {
-			Logf("panic: %v\n%s", r, debug.Stack())
-		}
+		logPanic(recover())
 		Logf("powering off")
 		powerOff()
 	}()
 	if err := run(childArgs); err != nil {
 		Logf("%v", err)
+	}
+}
+
+// logPanic logs a recovered panic. Every goroutine of pid 1 recovers: a
+// panic that reached the runtime would end pid 1 and panic the kernel.
+func logPanic(r any) {
+	if r != nil {
+		Logf("panic: %v\n%s", r, debug.Stack())
 	}
 }
 
@@ -52,6 +58,7 @@ func run(childArgs func(seedDir string) []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
+		defer func() { logPanic(recover()) }()
 		select {
 		case s := <-stop:
 			Logf("%v: stopping", s)
@@ -85,7 +92,10 @@ func run(childArgs func(seedDir string) []string) error {
 		return fmt.Errorf("starting the agent: %w", err)
 	}
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() {
+		defer func() { logPanic(recover()) }()
+		exited <- cmd.Wait()
+	}()
 	select {
 	case err := <-exited:
 		return fmt.Errorf("the agent exited: %v", err)
@@ -122,6 +132,7 @@ func waitForEntropy() {
 func powerButton(ctx context.Context) <-chan struct{} {
 	pressed := make(chan struct{}, 1)
 	go func() {
+		defer func() { logPanic(recover()) }()
 		var devs []string
 		// The modules are loaded a moment after this starts.
 		for range 50 {
@@ -146,6 +157,7 @@ const (
 )
 
 func watchKeys(dev string, pressed chan<- struct{}) {
+	defer func() { logPanic(recover()) }()
 	f, err := os.Open(dev)
 	if err != nil {
 		return

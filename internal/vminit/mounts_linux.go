@@ -3,6 +3,7 @@ package vminit
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -46,6 +47,9 @@ func mountBase() error {
 func powerOff() {
 	unix.Sync()
 	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
-	// Only reached if the reboot call failed: pid 1 must not exit.
-	select {}
+	// Only reached if the reboot call failed: pid 1 must not exit (and
+	// an empty select would be a deadlock the runtime kills it for).
+	for {
+		time.Sleep(time.Hour)
+	}
 }

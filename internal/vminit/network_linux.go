@@ -112,6 +112,7 @@ func apply(link netlink.Link, n *network) error {
 // renew keeps the DHCP lease (libvirt's dnsmasq hands out one-hour
 // leases) by renewing it at half its time.
 func renew(ctx context.Context, lease *nclient4.Lease, logf func(string, ...any)) {
+	defer func() { logPanic(recover()) }()
 	for {
 		d := lease.ACK.IPAddressLeaseTime(time.Hour) / 2
 		select {
