@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -13,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/component-helpers/apimachinery/lease"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -169,41 +169,35 @@ func (a *Agent) postStatus(ctx context.Context, ready bool, reason, message stri
 		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "no PID pressure"},
 		{Type: corev1.NodeReady, Status: status(ready), Reason: reason, Message: message},
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		node.Status.Capacity = capacity
-		node.Status.Allocatable = capacity
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: a.cfg.NodeName}}
-		node.Status.NodeInfo = nodeInfo(a.cfg.InstanceID)
-		for _, c := range conditions {
-			c.LastHeartbeatTime = now
-			c.LastTransitionTime = now
-			for _, old := range node.Status.Conditions {
-				if old.Type == c.Type && old.Status == c.Status {
-					c.LastTransitionTime = old.LastTransitionTime
-				}
-			}
-			setCondition(&node.Status.Conditions, c)
-		}
-		updated, err := a.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		if err == nil {
-			a.node = updated
-		}
+	node, err := a.client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
 		return err
-	})
-}
-
-func setCondition(conds *[]corev1.NodeCondition, c corev1.NodeCondition) {
-	for i := range *conds {
-		if (*conds)[i].Type == c.Type {
-			(*conds)[i] = c
-			return
+	}
+	for i := range conditions {
+		c := &conditions[i]
+		c.LastHeartbeatTime, c.LastTransitionTime = now, now
+		for _, old := range node.Status.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
 		}
 	}
-	*conds = append(*conds, c)
+	// A strategic merge patch of the status alone, as the kubelet sends:
+	// an update would carry the whole Node, and NodeRestriction refuses
+	// one whose taints differ from the stored ones, which they do when
+	// the node lifecycle controller tainted the Node since the Get.
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"capacity":    capacity,
+		"allocatable": capacity,
+		"addresses":   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: a.cfg.NodeName}},
+		"nodeInfo":    nodeInfo(a.cfg.InstanceID),
+		"conditions":  conditions,
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = a.client.CoreV1().Nodes().PatchStatus(ctx, a.cfg.NodeName, patch)
+	return err
 }
 
 // Heartbeat keeps the Node alive until ctx ends: it renews the Node's
@@ -227,7 +221,8 @@ func (a *Agent) Heartbeat(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			<-done
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			// Bounded below the 20s pid 1 gives the agent to stop.
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 			defer cancel()
 			if err := a.postStatus(stopCtx, false, "NodeAgentStopped", "millwright-node-agent stopped (the machine is shutting down)"); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				a.opts.Logf("posting NotReady on stop: %v", err)
