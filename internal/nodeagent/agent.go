@@ -69,31 +69,62 @@ type Agent struct {
 
 // Run joins, retrying failed attempts with back-off (the API server may
 // not be reachable yet, or the CSR not approved), then heartbeats until
-// ctx ends. It returns nil after a clean stop.
+// ctx ends. It returns nil after a clean stop. Once a certificate is
+// issued, only the registration is retried, with that certificate: the
+// bootstrap token may be gone by then.
 func Run(ctx context.Context, cfg JoinConfig, opts Options) error {
 	opts.setDefaults()
+	var a *Agent
+	if !retry(ctx, opts, "bootstrap", func() (err error) {
+		a, err = bootstrap(ctx, cfg, opts)
+		return err
+	}) {
+		return nil
+	}
+	if !retry(ctx, opts, "registration", func() error { return a.register(ctx) }) {
+		return nil
+	}
+	return a.Heartbeat(ctx)
+}
+
+// retry runs f until it succeeds (true) or ctx ends (false), waiting
+// Options.RetryInterval, doubled up to a minute, between attempts.
+func retry(ctx context.Context, opts Options, what string, f func() error) bool {
 	backoff := wait.Backoff{Duration: opts.RetryInterval, Factor: 2, Steps: 1 << 30, Cap: time.Minute}
 	for {
-		a, err := Join(ctx, cfg, opts)
+		err := f()
 		if err == nil {
-			return a.Heartbeat(ctx)
+			return true
 		}
 		if ctx.Err() != nil {
-			return nil
+			return false
 		}
 		d := backoff.Step()
-		opts.Logf("join failed, retrying in %s: %v", d, err)
+		opts.Logf("%s failed, retrying in %s: %v", what, d, err)
 		select {
 		case <-ctx.Done():
-			return nil
+			return false
 		case <-time.After(d):
 		}
 	}
 }
 
-// Join bootstraps the node's credentials and registers its Node.
+// Join bootstraps the node's credentials and registers its Node, once.
 func Join(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
 	opts.setDefaults()
+	a, err := bootstrap(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.register(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// bootstrap gets the node's client certificate and makes the Agent that
+// uses it.
+func bootstrap(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
 	begin := time.Now()
 	rc, err := Bootstrap(ctx, cfg, opts.CertDir)
 	if err != nil {
@@ -104,12 +135,7 @@ func Join(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, opts: opts, client: client}
-	if err := a.register(ctx); err != nil {
-		return nil, err
-	}
-	opts.Logf("Node %s registered (providerID %s) after %s", cfg.NodeName, cfg.ProviderID, time.Since(begin).Round(time.Millisecond))
-	return a, nil
+	return &Agent{cfg: cfg, opts: opts, client: client}, nil
 }
 
 // register creates the Node as the kubelet does, or adopts the one a
@@ -142,7 +168,11 @@ func (a *Agent) register(ctx context.Context) error {
 	default:
 		return fmt.Errorf("registering Node %s: %w", a.cfg.NodeName, err)
 	}
-	return a.postStatus(ctx, true, "KubeletReady", "millwright-node-agent is posting ready status (it runs no containers)")
+	if err := a.postStatus(ctx, true, "KubeletReady", "millwright-node-agent is posting ready status (it runs no containers)"); err != nil {
+		return err
+	}
+	a.opts.Logf("Node %s registered (providerID %s)", a.cfg.NodeName, a.cfg.ProviderID)
+	return nil
 }
 
 // postStatus writes the Node's status: capacity, addresses, node info and

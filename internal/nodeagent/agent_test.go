@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -226,5 +227,82 @@ func TestWrongToken(t *testing.T) {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Join with a wrong token waited for its deadline: %v", err)
+	}
+}
+
+// TestRunRetriesRegistrationWithItsCertificate: a registration that fails
+// (a Node of that name with another providerID is in the way) is retried
+// with the certificate already issued, not by bootstrapping again, which
+// would fail once the bootstrap token is gone.
+func TestRunRetriesRegistrationWithItsCertificate(t *testing.T) {
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(cluster.RESTConfig())
+	const node, providerID = "vm-retry", "millwright-libvirt://default/vm-retry"
+	ud, md, token := seed(t, cs, node, providerID)
+	cfg, err := ParseSeed(ud, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	squatter := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: corev1.NodeSpec{ProviderID: "someone-else://" + node}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, squatter, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The squatter goes only once a registration has failed.
+	failed := make(chan struct{})
+	var once sync.Once
+	logf := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		t.Log(msg)
+		if strings.Contains(msg, "failed") {
+			once.Do(func() { close(failed) })
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, cfg, Options{CertDir: t.TempDir(), RetryInterval: 200 * time.Millisecond, Logf: logf})
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	id, _, _ := bootstraptoken.Split(token)
+	issued := func(ctx context.Context) (int, error) {
+		csrs, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, c := range csrs.Items {
+			if c.Spec.Username == "system:bootstrap:"+id && len(c.Status.Certificate) > 0 {
+				n++
+			}
+		}
+		return n, nil
+	}
+	select {
+	case <-failed:
+	case <-time.After(time.Minute):
+		t.Fatal("no failed registration within a minute")
+	}
+	if n, err := issued(ctx); err != nil || n != 1 {
+		t.Fatalf("%d CSRs issued to the token (%v) before the registration failed, want 1", n, err)
+	}
+	key := bootstraptoken.Key(id)
+	if err := cs.CoreV1().Secrets(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the agent's Node to be registered and Ready", func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		return err == nil && n.Spec.ProviderID == providerID && testenv.NodeReady(n), nil
+	})
+	if n, err := issued(ctx); err != nil || n != 1 {
+		t.Errorf("%d CSRs issued to the token (%v), want 1", n, err)
 	}
 }
