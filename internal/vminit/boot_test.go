@@ -1,4 +1,4 @@
-//go:build qemu
+//go:build qemu && linux
 
 // The boot test needs qemu-system-x86_64 and bin/vm from `make tools`, so
 // it is behind the qemu build tag, outside `make test`:
@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kdomanski/iso9660"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -215,30 +214,6 @@ func monitorCommand(t *testing.T, socket, command string) {
 		t.Fatal(err)
 	}
 	prompt()
-}
-
-func writeSeed(t *testing.T, path string, userData, metaData []byte) {
-	t.Helper()
-	w, err := iso9660.NewWriter()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.Cleanup() }()
-	for name, data := range map[string][]byte{"user-data": userData, "meta-data": metaData} {
-		if err := w.AddFile(bytes.NewReader(data), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WriteTo(f, seedLabel); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func readyStatus(n *corev1.Node) corev1.ConditionStatus {
