@@ -20,8 +20,8 @@ help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 tools: ## Build the pinned external binaries into bin/, and install QEMU and libvirt (cached: a second run does no work).
-	@bash hack/tools/build.sh
 	@bash hack/tools/libvirt.sh
+	@bash hack/tools/build.sh
 
 $(CONTROLLER_GEN) $(STATICCHECK):
 	@bash hack/tools/build.sh $(notdir $@)

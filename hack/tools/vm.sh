@@ -29,8 +29,17 @@ if [[ ! -f "$cache/.unpacked" ]]; then
   fi
   echo "fetching $kernel_pkg=$kernel_version"
   rm -rf "$cache" && mkdir -p "$cache"
-  (cd "$cache" && apt-get download -q "$kernel_pkg=$kernel_version" 2>&1 | grep -v "couldn't be accessed by user '_apt'" || true)
+  download() { (cd "$cache" && apt-get download -q "$kernel_pkg=$kernel_version" 2>&1 | grep -v "couldn't be accessed by user '_apt'" || true); }
+  download
   deb=("$cache"/*.deb)
+  if [[ ! -f "${deb[0]}" ]]; then
+    # A fresh machine may have no package lists yet.
+    sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    download
+    deb=("$cache"/*.deb)
+  fi
   [[ -f "${deb[0]}" ]] || { echo "vm.sh: apt-get download $kernel_pkg=$kernel_version failed (run apt-get update?)" >&2; exit 1; }
   dpkg-deb -x "${deb[0]}" "$cache/root"
   rm -f "${deb[@]}"
