@@ -54,9 +54,8 @@ type cloudConfig struct {
 var hostnameOverride = regexp.MustCompile(regexp.QuoteMeta(hostnameOverrideFlag) + `(\S+)`)
 
 // ParseSeed reads a NoCloud seed's user-data and meta-data into a
-// JoinConfig. The node name is the kubelet's --hostname-override in the
-// user data, else meta-data local-hostname; the two must agree when both
-// are given.
+// JoinConfig. The node name is meta-data local-hostname, else the
+// kubelet's --hostname-override in the user data.
 func ParseSeed(userData, metaData []byte) (JoinConfig, error) {
 	var md MetaData
 	if err := yaml.Unmarshal(metaData, &md); err != nil {
@@ -85,11 +84,11 @@ func ParseSeed(userData, metaData []byte) (JoinConfig, error) {
 	if !found {
 		return JoinConfig{}, fmt.Errorf("user-data: no write_files entry for %s", BootstrapKubeconfigPath)
 	}
-	switch {
-	case cfg.NodeName == "":
+	// The provider's name wins: it is the one the Machine waits for, and a
+	// provider renames a Node whose Machine's name another namespace's
+	// Machine already gave a Node.
+	if md.LocalHostname != "" {
 		cfg.NodeName = md.LocalHostname
-	case md.LocalHostname != "" && md.LocalHostname != cfg.NodeName:
-		return JoinConfig{}, fmt.Errorf("the user data names the node %q, meta-data local-hostname %q", cfg.NodeName, md.LocalHostname)
 	}
 	if cfg.NodeName == "" {
 		return JoinConfig{}, fmt.Errorf("no node name: neither %s in the user data nor local-hostname in meta-data", hostnameOverrideFlag)

@@ -26,10 +26,16 @@ func TestParseSeed(t *testing.T) {
 		t.Errorf("ParseSeed = %+v, want %+v", got, want)
 	}
 
+	// The provider renamed the Node (another namespace's Machine of the
+	// same name has one): meta-data's name wins over the user data's.
+	renamed, err := ParseSeed(ud, []byte("local-hostname: m-1-ab12c\nprovider-id: p://m-1\n"))
+	if err != nil || renamed.NodeName != "m-1-ab12c" {
+		t.Errorf("ParseSeed with a renamed Node = %q, %v; want m-1-ab12c", renamed.NodeName, err)
+	}
+
 	for _, tc := range []struct {
 		name, userData, metaData, wantErr string
 	}{
-		{"names disagree", string(ud), "local-hostname: m-2\nprovider-id: p://m-1\n", `"m-1", meta-data local-hostname "m-2"`},
 		{"no provider-id", string(ud), "local-hostname: m-1\n", "no provider-id"},
 		{"not cloud-config", "#!/bin/sh\necho hi\n", md, "not a #cloud-config"},
 		{"no bootstrap kubeconfig", "#cloud-config\nwrite_files: []\n", md, "no write_files entry for " + BootstrapKubeconfigPath},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/logtail"
+	"github.com/millwright-dev/millwright/internal/names"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -57,6 +58,8 @@ type Driver struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex // per domain: one operation at a time
+	// naming serializes the choice of Node names between creates.
+	naming sync.Mutex
 	// shutdowns remembers when a deletion asked a domain to shut down, so
 	// the next call destroys it once the grace period is over.
 	shutdowns map[string]time.Time
@@ -264,10 +267,16 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 			return invalid("providerSpec.diskSize", "%s is smaller than the image (%d bytes)", s.DiskSize.String(), img.capacity)
 		}
 	}
+	d.naming.Lock()
+	defer d.naming.Unlock()
+	nodeName, err := c.nodeName(m)
+	if err != nil {
+		return err
+	}
 	meta := &Meta{
 		Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
 		ClassNamespace: req.MachineClass.Namespace, ClassName: req.MachineClass.Name,
-		NodeName:   m.Name,
+		NodeName:   nodeName,
 		ConsoleLog: consoleLog(d.opts.ConsoleDir, name),
 		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}},
 	}
@@ -441,11 +450,27 @@ func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesReque
 	if err != nil {
 		return nil, err
 	}
+	owned, err := c.owned()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, meta := range owned {
+		if meta.ofClass(req.MachineClass) {
+			out[c.providerID(name)] = meta.Name
+		}
+	}
+	return &driver.ListMachinesResponse{MachineList: out}, nil
+}
+
+// owned returns the metadata of every domain that carries Millwright's,
+// by domain name; domains without it are not Millwright's and left out.
+func (c *conn) owned() (map[string]*Meta, error) {
 	doms, _, err := c.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsActive|golibvirt.ConnectListDomainsInactive)
 	if err != nil {
 		return nil, c.errorf(err, "listing domains")
 	}
-	out := map[string]string{}
+	out := map[string]*Meta{}
 	for _, dom := range doms {
 		if !strings.HasPrefix(dom.Name, domainPrefix) {
 			continue
@@ -457,11 +482,29 @@ func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesReque
 		if err != nil {
 			return nil, err
 		}
-		if meta != nil && meta.ofClass(req.MachineClass) {
-			out[c.providerID(dom.Name)] = meta.Name
+		if meta != nil {
+			out[dom.Name] = meta
 		}
 	}
-	return &driver.ListMachinesResponse{MachineList: out}, nil
+	return out, nil
+}
+
+// nodeName is the name the Machine's Node registers with: the Machine's
+// name, unless a domain of another Machine (a Machine of the same name in
+// another namespace) already has it; then the name gets a suffix from the
+// Machine's UID. Node names are cluster-wide, Machine names per namespace.
+// The caller holds d.naming, so two creates do not pick one name.
+func (c *conn) nodeName(m *v1alpha1.Machine) (string, error) {
+	owned, err := c.owned()
+	if err != nil {
+		return "", err
+	}
+	for _, meta := range owned {
+		if meta.NodeName == m.Name && meta.UID != string(m.UID) {
+			return names.Join(m.Name, strings.ReplaceAll(string(m.UID), "-", "")[:5], names.MaxLabelValue), nil
+		}
+	}
+	return m.Name, nil
 }
 
 // Ready reports whether the default libvirt daemon answers.
