@@ -2,7 +2,7 @@
 // (etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
 // from bin/) until interrupted:
 //
-//	millwright-localcluster up [--dir D] [--kubeconfig PATH] [--bin-dir B]
+//	millwright-localcluster up [--dir D] [--kubeconfig PATH] [--bin-dir B] [--apiserver-extra-ip IP] [--apiserver-bind-address 0.0.0.0]
 //
 // It prints the kubeconfig to use, runs until Ctrl-C or SIGTERM, then stops
 // every component. Nodes annotated kwok.x-k8s.io/node=fake are kept Ready
@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -102,6 +103,15 @@ func newFlags(out io.Writer, opts *localcluster.Options) *flag.FlagSet {
 	fs.SetOutput(out)
 	fs.StringVar(&opts.Dir, "dir", "", "working directory for certificates, data, kubeconfigs and logs (default: a temporary directory, removed on exit)")
 	fs.StringVar(&opts.KubeconfigPath, "kubeconfig", "", "where to write the administrator's kubeconfig (default: <dir>/kubeconfig)")
+	fs.Func("apiserver-extra-ip", "an IP address to add to the API server's serving certificate, e.g. 10.0.2.100 for VMs reaching it through QEMU's guestfwd (repeatable)", func(v string) error {
+		ip := net.ParseIP(v)
+		if ip == nil {
+			return fmt.Errorf("not an IP address: %q", v)
+		}
+		opts.APIServerExtraIPs = append(opts.APIServerExtraIPs, ip)
+		return nil
+	})
+	fs.StringVar(&opts.APIServerBindAddress, "apiserver-bind-address", "127.0.0.1", "where the API server listens: 127.0.0.1, or 0.0.0.0 for VMs on a libvirt network (with --apiserver-extra-ip set to the host's address there)")
 	fs.StringVar(&opts.BinDir, "bin-dir", "", "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (default: <repository root>/bin)")
 	return fs
 }

@@ -61,3 +61,9 @@ build kubectl k8s.io/kubernetes/cmd/kubectl "$kube_version" "$kube_ldflags"
 MODULE="$here/proto" build buf github.com/bufbuild/buf/cmd/buf "$(protover github.com/bufbuild/buf)"
 MODULE="$here/proto" build protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$(protover google.golang.org/protobuf)"
 MODULE="$here/proto" build protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$(protover google.golang.org/grpc/cmd/protoc-gen-go-grpc)"
+
+# The kernel and initramfs Millwright VMs boot (bin/vm/), with its own
+# stamps: see vm.sh.
+if [[ ${#wanted[@]} -eq 0 || " ${wanted[*]} " == *" vm "* ]]; then
+  BIN_DIR="$bin" bash "$here/vm.sh"
+fi

@@ -14,21 +14,29 @@ const (
 	podCIDR             = "10.244.0.0/16"
 )
 
-// apiServer is kube-apiserver with client-certificate authentication, Node
-// and RBAC authorization, and service-account tokens signed with the
+// apiServer is kube-apiserver with client-certificate and bootstrap-token
+// authentication, Node and RBAC authorization, the NodeRestriction
+// admission plugin, and service-account tokens signed with the
 // generated key pair.
 func (c *Cluster) apiServer() (*component, error) {
 	return &component{
 		name: APIServer,
 		args: []string{
 			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.ports.etcdClient),
-			"--bind-address=127.0.0.1",
+			"--bind-address=" + c.opts.APIServerBindAddress,
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(c.ports.apiServer),
 			"--tls-cert-file=" + c.pki.servingCert,
 			"--tls-private-key-file=" + c.pki.servingKey,
 			"--client-ca-file=" + c.pki.caCert,
 			"--authorization-mode=Node,RBAC",
+			// Nodes join as a kubelet does (TLS bootstrap): a bootstrap
+			// token (a kube-system Secret) authenticates the CSR for the
+			// node's client certificate; see nodeBootstrapRBAC.
+			"--enable-bootstrap-token-auth=true",
+			// A node's credentials reach only its own Node, Lease and
+			// pods, as in a production cluster.
+			"--enable-admission-plugins=NodeRestriction",
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + c.pki.saPub,
 			"--service-account-signing-key-file=" + c.pki.saKey,

@@ -60,7 +60,7 @@ var clientIdentities = map[string]pkix.Name{
 // generatePKI creates dir's certificates and keys. ECDSA P-256 throughout:
 // every component accepts it, and it is generated in microseconds where
 // RSA takes a noticeable part of a test's start-up.
-func generatePKI(dir string) (*pki, error) {
+func generatePKI(dir string, extraServingIPs []net.IP) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -126,9 +126,11 @@ func generatePKI(dir string) (*pki, error) {
 	}
 
 	// The names in-cluster clients would use too, and the first IP of the
-	// service range (the "kubernetes" Service), cost nothing to include.
+	// service range (the "kubernetes" Service), cost nothing to include;
+	// extraServingIPs are where VMs reach the API server.
+	servingIPs := append([]net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP(kubernetesServiceIP)}, extraServingIPs...)
 	servingPEM, servingKey, err := leaf(caCert, caKey, pkix.Name{CommonName: "localhost"}, x509.ExtKeyUsageServerAuth,
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.ParseIP(kubernetesServiceIP)},
+		servingIPs,
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"})
 	if err != nil {
 		return nil, err

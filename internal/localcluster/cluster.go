@@ -72,7 +72,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	begin := time.Now()
 	for _, name := range Components() {
-		if err := c.startComponent(ctx, name); err != nil {
+		err := c.startComponent(ctx, name)
+		if err == nil && name == APIServer {
+			err = c.applyNodeBootstrapRBAC(ctx)
+		}
+		if err != nil {
 			if stopErr := c.Stop(); stopErr != nil {
 				err = fmt.Errorf("%w; stopping the components already started: %v", err, stopErr)
 			}
@@ -116,7 +120,7 @@ func (c *Cluster) prepare() error {
 	if c.ports, err = freePorts(); err != nil {
 		return err
 	}
-	if c.pki, err = generatePKI(filepath.Join(dir, "pki")); err != nil {
+	if c.pki, err = generatePKI(filepath.Join(dir, "pki"), c.opts.APIServerExtraIPs); err != nil {
 		return err
 	}
 	c.apiURL = "https://127.0.0.1:" + strconv.Itoa(c.ports.apiServer)

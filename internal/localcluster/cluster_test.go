@@ -3,8 +3,10 @@ package localcluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +33,8 @@ func TestCluster(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	begin := time.Now()
-	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf})
+	vmIP := net.IPv4(10, 0, 2, 100)
+	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf, APIServerExtraIPs: []net.IP{vmIP}, APIServerBindAddress: "0.0.0.0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +73,43 @@ func TestCluster(t *testing.T) {
 			}
 			if fi, err := os.Stat(c.LogPath(name)); err != nil || fi.Size() == 0 {
 				t.Errorf("log of %s missing or empty: %v", name, err)
+			}
+		}
+	})
+
+	t.Run("serving certificate carries the extra IP", func(t *testing.T) {
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(c.APIServerURL(), "https://"), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = conn.Close() }()
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		if err := leaf.VerifyHostname(vmIP.String()); err != nil {
+			t.Errorf("serving certificate (IPs %v): %v", leaf.IPAddresses, err)
+		}
+	})
+
+	t.Run("the API server listens on every address", func(t *testing.T) {
+		// A socket bound to 127.0.0.1 refuses connections to 127.0.0.2;
+		// one bound to 0.0.0.0 accepts them.
+		_, port, _ := strings.Cut(strings.TrimPrefix(c.APIServerURL(), "https://"), ":")
+		conn, err := tls.Dial("tcp", "127.0.0.2:"+port, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatalf("APIServerBindAddress 0.0.0.0: %v", err)
+		}
+		_ = conn.Close()
+	})
+
+	// The TLS bootstrap itself (a token's CSR approved and signed) is
+	// tested with a real joining node in internal/nodeagent.
+	t.Run("node bootstrap RBAC", func(t *testing.T) {
+		for _, want := range nodeBootstrapRBAC {
+			got, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.RoleRef != want.RoleRef || len(got.Subjects) != 1 || got.Subjects[0] != want.Subjects[0] {
+				t.Errorf("ClusterRoleBinding %s: roleRef %v subjects %v, want %v %v", want.Name, got.RoleRef, got.Subjects, want.RoleRef, want.Subjects)
 			}
 		}
 	})
@@ -329,6 +369,13 @@ func TestMissingBinaries(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cluster")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Start created its Dir before finding the binaries missing: %v", err)
+	}
+}
+
+func TestBadBindAddress(t *testing.T) {
+	o := Options{BinDir: t.TempDir(), APIServerBindAddress: "10.0.0.1"}
+	if err := o.setDefaults(); err == nil || !strings.Contains(err.Error(), "APIServerBindAddress") {
+		t.Errorf("setDefaults with bind address 10.0.0.1: %v, want it refused", err)
 	}
 }
 

@@ -32,7 +32,11 @@ func (c *Cluster) controllerManager() (*component, error) {
 			"--secure-port=" + strconv.Itoa(c.ports.controllerManager),
 			"--tls-cert-file=" + c.pki.servingCert,
 			"--tls-private-key-file=" + c.pki.servingKey,
-			"--controllers=*",
+			// "*" leaves out bootstrapsigner (signs kube-public/cluster-
+			// info with bootstrap tokens) and tokencleaner (deletes expired
+			// tokens): kubeadm turns both on, and nodes joining with
+			// bootstrap tokens rely on them.
+			"--controllers=*,bootstrapsigner,tokencleaner",
 			"--use-service-account-credentials=true",
 			"--service-account-private-key-file=" + c.pki.saKey,
 			"--root-ca-file=" + c.pki.caCert,

@@ -28,8 +28,24 @@
 // and kube-scheduler as the users the default RBAC policy grants their
 // permissions to (system:kube-controller-manager, system:kube-scheduler).
 // kube-controller-manager runs every default controller (--controllers=*)
-// with per-controller service-account credentials and signs CSRs with the
-// CA. Leader election is off: there is one of each.
+// plus bootstrapsigner and tokencleaner, with per-controller
+// service-account credentials, and signs CSRs with the CA. Leader election
+// is off: there is one of each.
+//
+// # Nodes: TLS bootstrap
+//
+// Real nodes (a kubelet, or millwright-node-agent in a VM) join as with
+// kubeadm: the API server accepts bootstrap tokens
+// (--enable-bootstrap-token-auth) and runs the NodeRestriction admission
+// plugin, and once it is ready Start creates kubeadm's three
+// ClusterRoleBindings (nodeBootstrapRBAC): group system:bootstrappers to
+// system:node-bootstrapper (create CSRs) and to
+// system:certificates.k8s.io:certificatesigningrequests:nodeclient (the
+// csrapproving controller approves their node client CSRs), group
+// system:nodes to ...:selfnodeclient (renewals). Options.APIServerExtraIPs
+// adds the address a VM reaches the API server at to its serving
+// certificate, and Options.APIServerBindAddress 0.0.0.0 lets it listen
+// there. docs/providers/node-agent.md shows a VM joining.
 //
 // # Nodes: kwok
 //

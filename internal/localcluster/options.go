@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,6 +52,19 @@ type Options struct {
 	// StopGracePeriod is how long a component may take to exit after
 	// SIGTERM before it gets SIGKILL. Default: 10s.
 	StopGracePeriod time.Duration
+	// APIServerExtraIPs are added to the IP SANs of the API server's
+	// serving certificate, beside 127.0.0.1: the addresses a VM reaches
+	// the API server at through a forwarded port (QEMU user networking's
+	// guestfwd, e.g. 10.0.2.100), so its TLS check passes.
+	APIServerExtraIPs []net.IP
+	// APIServerBindAddress is where the API server listens: 127.0.0.1
+	// (the default), or 0.0.0.0 so that VMs on a libvirt network reach it
+	// at the host's address on that network (add that address to
+	// APIServerExtraIPs). Clients and probes still use 127.0.0.1, so no
+	// other address is accepted. Every request still needs a client
+	// certificate or token; anonymous requests get what the default RBAC
+	// policy gives system:unauthenticated (health and version).
+	APIServerBindAddress string
 	// Logf, when set, receives progress messages ("etcd healthy after
 	// 1.2s").
 	Logf func(format string, args ...any)
@@ -69,6 +83,13 @@ func (o *Options) setDefaults() error {
 	}
 	if o.StopGracePeriod <= 0 {
 		o.StopGracePeriod = 10 * time.Second
+	}
+	switch o.APIServerBindAddress {
+	case "":
+		o.APIServerBindAddress = "127.0.0.1"
+	case "127.0.0.1", "0.0.0.0":
+	default:
+		return fmt.Errorf("localcluster: APIServerBindAddress %q: only 127.0.0.1 and 0.0.0.0 include the loopback address the components use", o.APIServerBindAddress)
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

@@ -86,7 +86,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if data == nil {
 		token := bootstraptoken.Token(id, secret)
-		ud, err := userData(joinData{Server: server, CA: ca, Token: token, NodeName: s.owner.Name})
+		ud, err := UserData(JoinData{Server: server, CA: ca, Token: token, NodeName: s.owner.Name})
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("rendering the user data: %w", err)
 		}

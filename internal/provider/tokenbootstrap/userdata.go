@@ -24,8 +24,8 @@ const (
 // ignores user data without it.
 const cloudConfigHeader = "#cloud-config\n"
 
-// joinData is what one VM's user data says.
-type joinData struct {
+// JoinData is what one VM's user data says.
+type JoinData struct {
 	// Server and CA reach and authenticate the API server.
 	Server string
 	CA     []byte
@@ -53,8 +53,11 @@ type cloudFile struct {
 // kubelet with --bootstrap-kubeconfig under the Machine's name, and the
 // commands that start it. The kubelet trades the token for a client
 // certificate (the CSR is approved by whatever approves the cluster's
-// kubelet CSRs) and writes its own kubeconfig.
-func userData(d joinData) ([]byte, error) {
+// kubelet CSRs) and writes its own kubeconfig. millwright-node-agent
+// (internal/nodeagent, whose tests render with this function) reads the
+// bootstrap kubeconfig's write_files entry and --hostname-override from
+// it: see docs/providers/node-agent.md before changing either.
+func UserData(d JoinData) ([]byte, error) {
 	kubeconfig, err := bootstrapKubeconfig(d)
 	if err != nil {
 		return nil, err
@@ -90,7 +93,7 @@ func userData(d joinData) ([]byte, error) {
 }
 
 // bootstrapKubeconfig is the kubeconfig the kubelet bootstraps with.
-func bootstrapKubeconfig(d joinData) ([]byte, error) {
+func bootstrapKubeconfig(d JoinData) ([]byte, error) {
 	const name = "default"
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: d.Server, CertificateAuthorityData: d.CA}

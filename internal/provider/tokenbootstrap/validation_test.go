@@ -54,7 +54,7 @@ func TestSpecValidation(t *testing.T) {
 // passes no --client-ca-file; the PEM check refuses anything but
 // certificates.
 func TestUserDataWithoutCA(t *testing.T) {
-	ud, err := userData(joinData{Server: "https://api.example:6443", Token: "abcdef.0123456789abcdef", NodeName: "m-1"})
+	ud, err := UserData(JoinData{Server: "https://api.example:6443", Token: "abcdef.0123456789abcdef", NodeName: "m-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,79 @@
+// Command millwright-node-agent joins a machine to a cluster as a Node
+// the way a kubelet does (TLS bootstrap with the bootstrap token in the
+// TokenBootstrapConfig provider's user data), keeps the Node's Lease and
+// status up, and runs no containers:
+//
+//	millwright-node-agent --user-data FILE --meta-data FILE [--cert-dir DIR]
+//
+// As pid 1 (the /init of bin/vm/initramfs.img) it first prepares the VM
+// (internal/vminit) and finds the user data on the cloud-init NoCloud
+// seed. See docs/providers/node-agent.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/millwright-dev/millwright/internal/nodeagent"
+	"github.com/millwright-dev/millwright/internal/vminit"
+)
+
+func main() {
+	if os.Getpid() == 1 {
+		vminit.Main(func(seedDir string) []string {
+			return []string{
+				"--user-data=" + filepath.Join(seedDir, "user-data"),
+				"--meta-data=" + filepath.Join(seedDir, "meta-data"),
+				"--cert-dir=/run/millwright-node-agent",
+			}
+		})
+		return
+	}
+	if err := run(os.Args[1:]); err != nil {
+		vminit.Logf("%v", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("millwright-node-agent", flag.ContinueOnError)
+	userData := fs.String("user-data", "", "the cloud-init user data the TokenBootstrapConfig provider rendered (required)")
+	metaData := fs.String("meta-data", "", "the cloud-init NoCloud meta-data: instance-id, local-hostname, provider-id (required)")
+	var opts nodeagent.Options
+	fs.StringVar(&opts.CertDir, "cert-dir", "/run/millwright-node-agent", "where the node's key, certificate and kubeconfig are written (a tmpfs in the VM)")
+	fs.IntVar(&opts.MaxPods, "max-pods", 0, "the Node's pods capacity (the agent runs no containers)")
+	fs.DurationVar(&opts.LeaseDuration, "node-lease-duration", 0, "the Node Lease's duration, renewed every quarter of it (default: the kubelet's 40s)")
+	fs.DurationVar(&opts.StatusReportFrequency, "node-status-report-frequency", 0, "how often the Node's status is posted unchanged (default: the kubelet's 5m)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *userData == "" || *metaData == "" {
+		return errors.New("--user-data and --meta-data are required")
+	}
+	ud, err := os.ReadFile(*userData)
+	if err != nil {
+		return err
+	}
+	md, err := os.ReadFile(*metaData)
+	if err != nil {
+		return err
+	}
+	cfg, err := nodeagent.ParseSeed(ud, md)
+	if err != nil {
+		return fmt.Errorf("reading the seed: %w", err)
+	}
+	opts.Logf = vminit.Logf
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	vminit.Logf("joining %s as Node %s (providerID %s)", cfg.Server, cfg.NodeName, cfg.ProviderID)
+	return nodeagent.Run(ctx, cfg, opts)
+}
