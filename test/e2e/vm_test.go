@@ -1,0 +1,259 @@
+package e2e
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/bootstraptoken"
+)
+
+// The memory of the VM scenario's two classes.
+const smallVM, largeVM = "256Mi", "384Mi"
+
+// TestVMLifecycle proves Millwright's lifecycle on real VMs: libvirt
+// domains booting the node agent (docs/providers/node-agent.md) under TCG,
+// joining through TLS bootstrap.
+//
+//  1. A MachineDeployment of 3 Machines of class small, with bootstrap
+//     data from a TokenBootstrapConfigTemplate, reaches Running: each Node
+//     registered with its Machine's providerID through a CSR made with its
+//     Machine's bootstrap token (username system:bootstrap:<token ID>),
+//     approved by kube-controller-manager (reason AutoApproved) and issued;
+//     each bootstrap token Secret is deleted after the join.
+//  2. A rolling update to class large (more memory) replaces every VM,
+//     within maxSurge 1 / maxUnavailable 0 at every observed state, and the
+//     new Nodes' memory capacity is the new size.
+//  3. SIGKILL of one VM's QEMU, behind libvirt's back: the node lifecycle
+//     controller makes its Node NotReady (its Lease is no longer renewed),
+//     the Machine goes Unknown, then Failed after the health timeout, and
+//     is replaced.
+//  4. Scaling to 0 leaves no domain, no volume in the pool, no QEMU
+//     process and no Node of the scenario.
+func TestVMLifecycle(t *testing.T) {
+	const replicas = 3
+	s := newVMScenario(t, "vm")
+	s.startManager("--token-bootstrap-api-server", vmAPIServer(t),
+		"--machine-health-timeout", "20s", "--max-concurrent-replacements", "1",
+		"--unreachable-force-drain-after", "5s")
+	s.createVMClass("small", smallVM)
+	s.createVMClass("large", largeVM)
+	s.createTokenBootstrapTemplate("join")
+	rec := s.record()
+	s.createDeploymentOf(replicas, v1alpha1.MachineSpec{
+		Class: &v1alpha1.MachineClassReference{Name: "small"},
+		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
+			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "join"}},
+	}, 1, 0)
+
+	// 1. Boot and join.
+	fleet := s.waitFleet(replicas, "small", 10*time.Minute)
+	s.logCreateToRunning(rec, fleet)
+	s.checkJoinedThroughCSR(fleet)
+	s.checkNodeMemory(fleet, smallVM)
+
+	// 2. Rolling update to more memory.
+	stopCheck := rec.addCheck(withinRollingBounds(replicas, 1, 0))
+	s.rollTo("large")
+	rolled := s.waitFleet(replicas, "large", 15*time.Minute)
+	stopCheck()
+	for _, m := range rolled {
+		if slices.ContainsFunc(fleet, func(old v1alpha1.Machine) bool { return old.Name == m.Name }) {
+			t.Errorf("Machine %s of the old fleet is in the new one", m.Name)
+		}
+	}
+	s.logCreateToRunning(rec, rolled)
+	s.checkJoinedThroughCSR(rolled)
+	s.checkNodeMemory(rolled, largeVM)
+
+	// 3. A VM dies behind libvirt's back.
+	victim := rolled[0]
+	dom, err := s.vm.domainOf(victim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.vm.killQEMU(dom.name); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed the QEMU of %s (Machine %s)", dom.name, victim.Name)
+	s.eventually(3*time.Minute, "Node "+nodeOf(&victim)+" NotReady through the node lifecycle controller", func() (bool, error) {
+		n := &corev1.Node{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeOf(&victim)}, n); err != nil {
+			return apierrors.IsNotFound(err) && slices.Contains(rec.phasesOf()[victim.Name], v1alpha1.PhaseUnknown), err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status == corev1.ConditionUnknown && c.Reason == "NodeStatusUnknown", fmt.Errorf("Ready %s (%s)", c.Status, c.Reason)
+			}
+		}
+		return false, fmt.Errorf("no Ready condition")
+	})
+	s.eventually(10*time.Minute, "the killed Machine to be replaced", func() (bool, error) {
+		ms, err := s.machines()
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return m.Name == victim.Name }) {
+			return false, fmt.Errorf("%s is still there:\n%s", victim.Name, s.describeMachines())
+		}
+		return s.fleetIs(ms, replicas, "large")
+	})
+	seq := rec.phasesOf()[victim.Name]
+	if u, f := slices.Index(seq, v1alpha1.PhaseUnknown), slices.Index(seq, v1alpha1.PhaseFailed); u < 0 || f < u {
+		t.Errorf("killed Machine %s went through %v, want Unknown then Failed", victim.Name, seq)
+	}
+
+	// 4. Scale to 0.
+	s.scale(0)
+	s.waitFleet(0, "large", 5*time.Minute)
+	s.eventually(time.Minute, "no Node, volume or QEMU process of the scenario left", func() (bool, error) {
+		nodes, err := s.scenarioNodes()
+		if err != nil {
+			return false, err
+		}
+		vols, err := s.vm.volumes()
+		if err != nil {
+			return false, err
+		}
+		qemus := s.vm.qemuProcesses()
+		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
+	})
+	rec.verify()
+}
+
+// vmAPIServer is the API server's URL as the VMs reach it.
+func vmAPIServer(t *testing.T) string {
+	u, err := url.Parse(cluster.APIServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "https://" + vmHostIP.String() + ":" + u.Port()
+}
+
+// createVMClass creates a libvirt MachineClass of the scenario's VMs with
+// the given memory. It has no Node template: the node agent reports the
+// Node's capacity.
+func (s *scenario) createVMClass(name, memory string) {
+	s.t.Helper()
+	s.create(&v1alpha1.MachineClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: v1alpha1.MachineClassSpec{
+			Provider:     "libvirt",
+			ProviderSpec: runtime.RawExtension{Raw: []byte(s.vm.vmSpec(memory))},
+		},
+	})
+}
+
+// checkJoinedThroughCSR: each Machine's Node carries its providerID and
+// joined through a CSR made with the Machine's own bootstrap token,
+// approved by kube-controller-manager and issued, for the Node's name; the
+// token's Secret is deleted after the join.
+func (s *scenario) checkJoinedThroughCSR(ms []v1alpha1.Machine) {
+	s.t.Helper()
+	ctx := context.Background()
+	csrs := &certificatesv1.CertificateSigningRequestList{}
+	if err := k8s.List(ctx, csrs); err != nil {
+		s.t.Fatal(err)
+	}
+	for _, m := range ms {
+		node := &corev1.Node{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: nodeOf(&m)}, node); err != nil {
+			s.t.Fatal(err)
+		}
+		if node.Spec.ProviderID == "" || node.Spec.ProviderID != m.Spec.ProviderID {
+			s.t.Errorf("Node %s has providerID %q, its Machine %q", node.Name, node.Spec.ProviderID, m.Spec.ProviderID)
+		}
+		cfg := &bootstrapv1.TokenBootstrapConfig{}
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: m.Name}, cfg); err != nil {
+			s.t.Fatalf("the TokenBootstrapConfig of %s: %v", m.Name, err)
+		}
+		id := cfg.Status.TokenID
+		if id == "" {
+			s.t.Fatalf("TokenBootstrapConfig %s has no token ID", m.Name)
+		}
+		user := "system:bootstrap:" + id
+		i := slices.IndexFunc(csrs.Items, func(c certificatesv1.CertificateSigningRequest) bool { return c.Spec.Username == user })
+		if i < 0 {
+			s.t.Errorf("Machine %s: no CSR made by %s", m.Name, user)
+			continue
+		}
+		csr := &csrs.Items[i]
+		if cn := csrCommonName(csr); cn != "system:node:"+node.Name {
+			s.t.Errorf("CSR %s of %s asks for %q, not system:node:%s", csr.Name, user, cn, node.Name)
+		}
+		approved := slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+			return c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue && c.Reason == "AutoApproved"
+		})
+		if !approved || len(csr.Status.Certificate) == 0 {
+			s.t.Errorf("CSR %s of %s: approved by kube-controller-manager %t, certificate issued %t (conditions %+v)",
+				csr.Name, user, approved, len(csr.Status.Certificate) > 0, csr.Status.Conditions)
+		}
+		s.eventually(time.Minute, "the bootstrap token Secret of "+m.Name+" to be deleted", func() (bool, error) {
+			err := k8s.Get(ctx, bootstraptoken.Key(id), &corev1.Secret{})
+			return apierrors.IsNotFound(err), fmt.Errorf("Secret %s: %v", bootstraptoken.Key(id), err)
+		})
+	}
+}
+
+// csrCommonName is the subject CN a CSR asks for.
+func csrCommonName(csr *certificatesv1.CertificateSigningRequest) string {
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil {
+		return ""
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return ""
+	}
+	return req.Subject.CommonName
+}
+
+// checkNodeMemory: each Machine's Node reports a memory capacity of the
+// VM's memory less what the kernel and its initramfs keep (about 32Mi; at
+// most a quarter here, so that the two classes' ranges do not overlap).
+func (s *scenario) checkNodeMemory(ms []v1alpha1.Machine, memory string) {
+	s.t.Helper()
+	want := resource.MustParse(memory)
+	for _, m := range ms {
+		node := &corev1.Node{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeOf(&m)}, node); err != nil {
+			s.t.Fatal(err)
+		}
+		got := node.Status.Capacity[corev1.ResourceMemory]
+		if got.Value() > want.Value() || got.Value() <= want.Value()*3/4 {
+			s.t.Errorf("Node %s reports memory %s, want a little under %s", node.Name, got.String(), memory)
+		}
+	}
+}
+
+// logCreateToRunning logs, per Machine, the seconds from its creation to
+// the first state the recorder saw it Running in.
+func (s *scenario) logCreateToRunning(rec *recorder, ms []v1alpha1.Machine) {
+	var secs []float64
+	for _, m := range ms {
+		for _, v := range rec.versionsOf(m.Name) {
+			if v.phase == v1alpha1.PhaseRunning {
+				secs = append(secs, v.seen.Sub(m.CreationTimestamp.Time).Seconds())
+				break
+			}
+		}
+	}
+	sort.Float64s(secs)
+	s.t.Logf("create → Running, seconds per VM: %.1f", secs)
+}
