@@ -60,5 +60,5 @@ e2e: tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apis
 bench: tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)
 
-demo: tools build ## Run Millwright on a local cluster with the simulated cloud (DEMO_EXIT=1: exit once Running).
-	$(BIN)/millwright-demo
+demo: tools build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; DEMO_EXIT=1: exit once Running).
+	$(BIN)/millwright-demo --provider $(or $(PROVIDER),sim)
