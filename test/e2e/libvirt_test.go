@@ -43,14 +43,17 @@ type vmWorld struct {
 	pool              string
 	health            string
 	kernel, initramfs string
+	// driverArgs are millwright-libvirt's flags.
+	driverArgs []string
 }
 
 // newVMScenario creates namespace name and starts millwright-libvirt for
-// it, with its own pool and console directory. At the end of the test,
+// it, with its own pool and console directory (driverFlags after the
+// defaults), and waits until it answers. At the end of the test,
 // once the scenario's processes are stopped, the cleanup destroys and
 // undefines whatever domain of the scenario is left, so that a failed test
 // leaves no VM running, and removes the pool.
-func newVMScenario(t *testing.T, name string) *scenario {
+func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
 	t.Helper()
 	s := beginScenario(t, name, "libvirt")
 	dir, err := os.MkdirTemp("", "mw-e2e-"+name+"-")
@@ -86,17 +89,28 @@ func newVMScenario(t *testing.T, name string) *scenario {
 	s.driver = "libvirt-" + name
 	s.socket = "unix://" + filepath.Join(cluster.Dir(), name+"-libvirt.sock")
 	w.health = testenv.FreeAddr(t)
-	s.start(s.driver, "millwright-libvirt", []string{
-		"--endpoint", s.socket, "--health-address", w.health, "--console-dir", w.consoleDir,
-	})
-	s.eventually(time.Minute, "millwright-libvirt to be ready", func() (bool, error) {
-		code, body, err := testenv.HTTPGet("http://" + w.health + "/readyz")
+	w.driverArgs = append([]string{"--endpoint", s.socket, "--health-address", w.health, "--console-dir", w.consoleDir}, driverFlags...)
+	s.startLibvirtDriver()
+	return s
+}
+
+// startLibvirtDriver starts millwright-libvirt with the scenario's flags
+// and waits until it serves /healthz.
+func (s *scenario) startLibvirtDriver() {
+	s.t.Helper()
+	s.start(s.driver, "millwright-libvirt", s.vm.driverArgs)
+	s.eventually(time.Minute, "millwright-libvirt to serve /healthz", func() (bool, error) {
+		code, body, err := testenv.HTTPGet("http://" + s.vm.health + "/healthz")
 		if err == nil && code != 200 {
-			err = fmt.Errorf("/readyz %d: %s", code, body)
+			err = fmt.Errorf("/healthz %d: %s", code, body)
 		}
 		return err == nil, err
 	})
-	return s
+}
+
+// driverReadyz is millwright-libvirt's /readyz: its status code and body.
+func (w *vmWorld) driverReadyz() (int, string, error) {
+	return testenv.HTTPGet("http://" + w.health + "/readyz")
 }
 
 // vmSpec is the providerSpec of the scenario's VMs: the node agent's
@@ -232,7 +246,7 @@ func (w *vmWorld) consoleTail(name string, lines int) string {
 
 // cleanup destroys and undefines the scenario's domains (logging their
 // consoles' tails if the test failed), then removes its pool and directory.
-func (w *vmWorld) cleanup(t *testing.T) {
+func (w *vmWorld) cleanup(t testing.TB) {
 	doms, err := w.domains()
 	if err != nil {
 		t.Errorf("listing the scenario's domains: %v", err)

@@ -25,7 +25,7 @@ import (
 // its driver (the sim, or millwright-libvirt and real VMs: vm_test.go) and
 // its managers, all processes of the shared cluster.
 type scenario struct {
-	t  *testing.T
+	t  testing.TB
 	ns string
 	// provider is the driver's name, as MachineClass spec.provider says
 	// it: "sim" or "libvirt".
@@ -63,7 +63,7 @@ func newScenario(t *testing.T, name string, simFlags ...string) *scenario {
 
 // beginScenario creates namespace name for a scenario whose driver is
 // provider, and cleans up at the end of the test.
-func beginScenario(t *testing.T, name, provider string) *scenario {
+func beginScenario(t testing.TB, name, provider string) *scenario {
 	t.Helper()
 	s := &scenario{t: t, ns: name, provider: provider}
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/bootstraptoken"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // The memory of the VM scenario's two classes.
@@ -138,7 +140,7 @@ func TestVMLifecycle(t *testing.T) {
 }
 
 // vmAPIServer is the API server's URL as the VMs reach it.
-func vmAPIServer(t *testing.T) string {
+func vmAPIServer(t testing.TB) string {
 	u, err := url.Parse(cluster.APIServerURL())
 	if err != nil {
 		t.Fatal(err)
@@ -256,4 +258,136 @@ func (s *scenario) logCreateToRunning(rec *recorder, ms []v1alpha1.Machine) {
 	}
 	sort.Float64s(secs)
 	s.t.Logf("create → Running, seconds per VM: %.1f", secs)
+}
+
+// TestVMNeverJoins proves the fate of VMs that boot but never join: their
+// bootstrap data names an API server nothing listens at
+// (https://10.0.2.2:1), so the node agent retries forever. Each Machine is
+// Failed at the creation timeout (reason CreationTimeout) with the VM's
+// console tail (where the agent logs why it cannot join) in its failure
+// message, its VM is deleted, and it is replaced — the first at once, the
+// next after the MachineSet's backoff (10s after the second failure).
+func TestVMNeverJoins(t *testing.T) {
+	const creationTimeout = 40 * time.Second
+	s := newVMScenario(t, "vmnojoin")
+	s.startManager("--machine-creation-timeout", creationTimeout.String())
+	s.createVMClass("small", smallVM)
+	s.create(&bootstrapv1.TokenBootstrapConfigTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "unreachable", Namespace: s.ns},
+		Spec: bootstrapv1.TokenBootstrapConfigTemplateSpec{Template: bootstrapv1.TokenBootstrapConfigTemplateResource{
+			Spec: bootstrapv1.TokenBootstrapConfigSpec{APIServer: "https://" + vmHostIP.String() + ":1"}}},
+	})
+	rec := s.record()
+	s.createDeploymentOf(1, v1alpha1.MachineSpec{
+		Class: &v1alpha1.MachineClassReference{Name: "small"},
+		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
+			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "unreachable"}},
+	}, 1, 0)
+
+	// Machines by creation time, as seen; the third is the one made after
+	// the backoff.
+	created := map[string]time.Time{}
+	var order []string
+	s.eventually(6*time.Minute, "three Machines, two of them Failed by the creation timeout", func() (bool, error) {
+		ms, err := s.machines()
+		if err != nil {
+			return false, err
+		}
+		for _, m := range ms {
+			if _, ok := created[m.Name]; !ok {
+				created[m.Name] = m.CreationTimestamp.Time
+				order = append(order, m.Name)
+			}
+		}
+		return len(order) >= 3, fmt.Errorf("Machines so far %v:\n%s", order, s.describeMachines())
+	})
+	for _, name := range order[:2] {
+		v, ok := failedVersion(rec, name)
+		switch {
+		case !ok:
+			t.Errorf("Machine %s was replaced without being seen Failed: %v", name, rec.phasesOf()[name])
+		case v.failureReason != "CreationTimeout":
+			t.Errorf("Machine %s failed with reason %q, want CreationTimeout", name, v.failureReason)
+		case !strings.Contains(v.failureMessage, "10.0.2.2:1"):
+			t.Errorf("Machine %s's failure message does not quote the VM's console (the agent's error about 10.0.2.2:1): %q", name, v.failureMessage)
+		}
+	}
+	second, _ := failedVersion(rec, order[1])
+	if wait := created[order[2]].Sub(second.seen); wait < 9*time.Second {
+		t.Errorf("Machine %s was created %s after %s was seen Failed, want the MachineSet's backoff of 10s", order[2], wait, order[1])
+	}
+	s.eventually(2*time.Minute, "the Failed Machines' VMs to be deleted", func() (bool, error) {
+		for _, name := range order[:2] {
+			if _, err := s.vm.domainOf(name); err == nil {
+				return false, fmt.Errorf("Machine %s still has a domain", name)
+			}
+		}
+		return true, nil
+	})
+	s.scale(0)
+	s.waitFleet(0, "small", 3*time.Minute)
+	rec.verify()
+}
+
+// failedVersion is the first version of a Machine the recorder saw Failed.
+func failedVersion(rec *recorder, name string) (machineVersion, bool) {
+	for _, v := range rec.versionsOf(name) {
+		if v.phase == v1alpha1.PhaseFailed {
+			return v, true
+		}
+	}
+	return machineVersion{}, false
+}
+
+// TestVMLibvirtUnreachable proves that Machines wait, and do not fail,
+// while the driver cannot reach libvirt: millwright-libvirt starts with a
+// libvirt URI whose socket does not exist, its /readyz answers 503 saying
+// libvirt is unreachable, and the Machine stays Pending or
+// CrashLoopBackOff with a last operation naming the unreachable libvirt,
+// never Failed. Once the driver is restarted with the right URI, the VM is
+// made and the Machine reaches Running.
+func TestVMLibvirtUnreachable(t *testing.T) {
+	s := newVMScenario(t, "vmnolibvirt", "--default-uri", "qemu:///system?socket=/nonexistent/libvirt-sock", "--reconnect", "1s")
+	s.eventually(30*time.Second, "/readyz to say libvirt is unreachable", func() (bool, error) {
+		code, body, err := s.vm.driverReadyz()
+		return code == 503 && strings.Contains(body, "unreachable"), fmt.Errorf("/readyz %d %q (%v)", code, body, err)
+	})
+	s.startManager("--token-bootstrap-api-server", vmAPIServer(t))
+	s.createVMClass("small", smallVM)
+	s.createTokenBootstrapTemplate("join")
+	rec := s.record()
+	s.createDeploymentOf(1, v1alpha1.MachineSpec{
+		Class: &v1alpha1.MachineClassReference{Name: "small"},
+		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
+			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "join"}},
+	}, 1, 0)
+	waiting := func() (bool, error) {
+		ms, err := s.machines()
+		if err != nil || len(ms) != 1 {
+			return false, fmt.Errorf("Machines: %d (%v)", len(ms), err)
+		}
+		m := ms[0]
+		if (m.Status.Phase == v1alpha1.PhasePending || m.Status.Phase == v1alpha1.PhaseCrashLoopBackOff) &&
+			m.Status.FailureReason == "" && strings.Contains(m.Status.LastOperation.Description, "unreachable") {
+			return true, nil
+		}
+		return false, fmt.Errorf("Machine %s is %s (failure %q): %q", m.Name, m.Status.Phase, m.Status.FailureReason, m.Status.LastOperation.Description)
+	}
+	s.eventually(time.Minute, "the Machine waiting for libvirt", waiting)
+	testenv.Consistently(t, 20*time.Second, "the Machine waiting for libvirt, not Failed", waiting)
+
+	if err := cluster.StopProcess(s.driver); err != nil {
+		t.Fatal(err)
+	}
+	s.vm.driverArgs = s.vm.driverArgs[:len(s.vm.driverArgs)-4] // without the two flags above: the default URI
+	s.startLibvirtDriver()
+	s.waitFleet(1, "small", 5*time.Minute)
+	for name, seq := range rec.phasesOf() {
+		if slices.Contains(seq, v1alpha1.PhaseFailed) {
+			t.Errorf("Machine %s went through %v: Failed while libvirt was unreachable", name, seq)
+		}
+	}
+	s.scale(0)
+	s.waitFleet(0, "small", 3*time.Minute)
+	rec.verify()
 }

@@ -28,9 +28,11 @@ type driverInfra struct {
 }
 
 func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
-	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" {
+	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" && !creationTimedOut(s) {
 		return reconcile.Result{}, nil // steady state: no driver calls
 	}
+	// (At the creation timeout one GetMachineStatus more: the failure
+	// quotes what the VM said of its boot, its Progress.)
 	if d.r.creates.inFlight(s.machine.UID) {
 		return reconcile.Result{}, nil // its end enqueues the Machine
 	}
@@ -53,6 +55,7 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	})
 	switch outcome := driver.ClassifyError(driver.MethodGetMachineStatus, err); outcome.Action {
 	case driver.Continue:
+		s.vmProgress = status.Progress
 		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, s.machine.Status.LastKnownState)
 		return d.provisioned(s), nil
 	case driver.CreateVM:

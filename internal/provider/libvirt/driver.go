@@ -31,6 +31,10 @@ const DefaultConsoleDir = "/var/log/libvirt/qemu"
 // consoleTailLines is how much of the console an error message quotes.
 const consoleTailLines = 20
 
+// progressLines is how much of a running VM's console GetMachineStatus
+// reports as its progress.
+const progressLines = 8
+
 // Options configure a Driver.
 type Options struct {
 	// Name is the driver's name; default DefaultName.
@@ -399,7 +403,11 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 	case golibvirt.DomainCrashed:
 		return nil, d.stopped(f, "crashed")
 	}
-	return &driver.GetMachineStatusResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName}, nil
+	// The console's last lines are the Machine's progress: a VM that
+	// never joins says there why (the node agent logs to it). A serial
+	// console ends its lines with CR LF.
+	return &driver.GetMachineStatusResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName,
+		Progress: strings.ReplaceAll(logtail.Tail(f.meta.ConsoleLog, progressLines), "\r", "")}, nil
 }
 
 func (d *Driver) stopped(f *found, how string) error {
