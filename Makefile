@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools generate build lint test e2e bench help demo
+.PHONY: all tools generate build lint test e2e bench bench-vm help demo
 
 all: build
 
@@ -59,6 +59,9 @@ e2e: tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apis
 
 bench: tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)
+
+bench-vm: tools build ## Real VMs (libvirt, TCG, as root): create → Running p50/p95, CPU seconds and RSS per VM, for 1 and 4 VMs at once (VM_BENCH_SIZES=1,5 to change).
+	go test -count=1 -run '^$$' -bench BenchmarkVMCreateToRunning -benchtime=$(or $(BENCHTIME),3x) -timeout=60m ./test/e2e/
 
 demo: tools build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; DEMO_EXIT=1: exit once Running).
 	$(BIN)/millwright-demo --provider $(or $(PROVIDER),sim)
