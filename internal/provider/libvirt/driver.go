@@ -126,6 +126,10 @@ type call struct {
 	spec *spec
 	conn *conn
 	name string // the Machine's domain
+	// byProviderID is the Machine's name when the domain was named by a
+	// providerID, not derived from the Machine's UID: the domain's
+	// metadata must then name that Machine.
+	byProviderID string
 }
 
 // begin checks a call about one Machine and connects to its class's
@@ -147,6 +151,32 @@ func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1a
 		return nil, err
 	}
 	return &call{spec: s, conn: c, name: domainName(m)}, nil
+}
+
+// beginDelete is begin for DeleteMachine, which also accepts a Machine
+// known only by its name and providerID: the orphan collector's, for a VM
+// whose Machine is gone. The providerID then names the domain, which must
+// be on this libvirt host and made for a Machine of that name.
+func (d *Driver) beginDelete(ctx context.Context, class *v1alpha1.MachineClass, m *v1alpha1.Machine) (*call, error) {
+	if m == nil || m.UID != "" || m.Spec.ProviderID == "" {
+		return d.begin(ctx, class, m)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := d.classSpec(class)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.conns.get(ctx, s.URI)
+	if err != nil {
+		return nil, err
+	}
+	name, ok := strings.CutPrefix(m.Spec.ProviderID, "libvirt://"+c.host+"/")
+	if !ok || !strings.HasPrefix(name, domainPrefix) || strings.Contains(name, "/") {
+		return nil, invalid("machine.spec.providerID", "%q is not a domain of libvirt at %s (want libvirt://%s/%s...)", m.Spec.ProviderID, c.uri, c.host, domainPrefix)
+	}
+	return &call{spec: s, conn: c, name: name, byProviderID: m.Name}, nil
 }
 
 func checkMachine(m *v1alpha1.Machine) error {
