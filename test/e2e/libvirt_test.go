@@ -275,3 +275,48 @@ func (w *vmWorld) cleanup(t testing.TB) {
 	_ = w.l.Disconnect()
 	_ = os.RemoveAll(w.dir)
 }
+
+// defineDomain defines (and does not start) a small domain named name,
+// with Millwright's metadata meta, or none when meta is nil: someone
+// else's domain. Such a domain costs no CPU.
+func (w *vmWorld) defineDomain(t testing.TB, name string, meta *libvirt.Meta) {
+	t.Helper()
+	dom := &libvirtxml.Domain{
+		Type: "qemu", Name: name,
+		Memory: &libvirtxml.DomainMemory{Value: 128, Unit: "MiB"},
+		OS:     &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}},
+	}
+	if meta != nil {
+		var x strings.Builder
+		if err := xml.NewEncoder(&x).EncodeElement(meta, xml.StartElement{Name: xml.Name{Space: libvirt.MetadataNamespace, Local: "machine"}}); err != nil {
+			t.Fatal(err)
+		}
+		dom.Metadata = &libvirtxml.DomainMetadata{XML: x.String()}
+	}
+	x, err := dom.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.l.DomainDefineXML(x); err != nil {
+		t.Fatalf("defining domain %s: %v", name, err)
+	}
+}
+
+// domainExists reports whether libvirt has a domain of that name.
+func (w *vmWorld) domainExists(name string) (bool, error) {
+	_, err := w.l.DomainLookupByName(name)
+	if err == nil {
+		return true, nil
+	}
+	if golibvirt.IsNotFound(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// undefine removes a domain the test defined.
+func (w *vmWorld) undefine(name string) {
+	if dom, err := w.l.DomainLookupByName(name); err == nil {
+		_ = w.l.DomainUndefine(dom)
+	}
+}

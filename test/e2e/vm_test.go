@@ -23,6 +23,7 @@ import (
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/bootstraptoken"
+	"github.com/millwright-dev/millwright/internal/provider/libvirt"
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
@@ -58,11 +59,7 @@ func TestVMLifecycle(t *testing.T) {
 	s.createVMClass("large", largeVM)
 	s.createTokenBootstrapTemplate("join")
 	rec := s.record()
-	s.createDeploymentOf(replicas, v1alpha1.MachineSpec{
-		Class: &v1alpha1.MachineClassReference{Name: "small"},
-		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
-			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "join"}},
-	}, 1, 0)
+	s.createDeploymentOf(replicas, vmMachineSpec("small", "join"), 1, 0)
 
 	// 1. Boot and join.
 	fleet := s.waitFleet(replicas, "small", 10*time.Minute)
@@ -137,6 +134,16 @@ func TestVMLifecycle(t *testing.T) {
 		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
 	})
 	rec.verify()
+}
+
+// vmMachineSpec is the spec of Machines of a libvirt class whose bootstrap
+// data comes from a TokenBootstrapConfigTemplate.
+func vmMachineSpec(class, template string) v1alpha1.MachineSpec {
+	return v1alpha1.MachineSpec{
+		Class: &v1alpha1.MachineClassReference{Name: class},
+		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
+			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: template}},
+	}
 }
 
 // vmAPIServer is the API server's URL as the VMs reach it.
@@ -278,11 +285,7 @@ func TestVMNeverJoins(t *testing.T) {
 			Spec: bootstrapv1.TokenBootstrapConfigSpec{APIServer: "https://" + vmHostIP.String() + ":1"}}},
 	})
 	rec := s.record()
-	s.createDeploymentOf(1, v1alpha1.MachineSpec{
-		Class: &v1alpha1.MachineClassReference{Name: "small"},
-		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
-			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "unreachable"}},
-	}, 1, 0)
+	s.createDeploymentOf(1, vmMachineSpec("small", "unreachable"), 1, 0)
 
 	// Machines by creation time, as seen; the third is the one made after
 	// the backoff.
@@ -356,11 +359,7 @@ func TestVMLibvirtUnreachable(t *testing.T) {
 	s.createVMClass("small", smallVM)
 	s.createTokenBootstrapTemplate("join")
 	rec := s.record()
-	s.createDeploymentOf(1, v1alpha1.MachineSpec{
-		Class: &v1alpha1.MachineClassReference{Name: "small"},
-		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
-			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "join"}},
-	}, 1, 0)
+	s.createDeploymentOf(1, vmMachineSpec("small", "join"), 1, 0)
 	waiting := func() (bool, error) {
 		ms, err := s.machines()
 		if err != nil || len(ms) != 1 {
@@ -389,5 +388,52 @@ func TestVMLibvirtUnreachable(t *testing.T) {
 	}
 	s.scale(0)
 	s.waitFleet(0, "small", 3*time.Minute)
+	rec.verify()
+}
+
+// TestVMDriverRestartAndOrphans proves, on real VMs, that millwright-libvirt
+// killed mid-rollout and started again finds the VMs it made (the rollout
+// ends with one domain per Machine, no VM lost), and that the orphan
+// collection deletes a domain with Millwright's metadata that no Machine
+// has, and never touches a domain without that metadata.
+func TestVMDriverRestartAndOrphans(t *testing.T) {
+	s := newVMScenario(t, "vmrestart")
+	s.startManager("--token-bootstrap-api-server", vmAPIServer(t), "--machine-safety-orphan-vms-period", "5s")
+	s.createVMClass("small", smallVM)
+	s.createVMClass("large", largeVM)
+	s.createTokenBootstrapTemplate("join")
+	rec := s.record()
+	s.createDeploymentOf(2, vmMachineSpec("small", "join"), 1, 0)
+	s.waitFleet(2, "small", 8*time.Minute)
+
+	orphan, foreign := "mw-orphan-"+s.ns, "mw-foreign-"+s.ns
+	s.vm.defineDomain(t, orphan, &libvirt.Meta{Namespace: s.ns, Name: "gone", UID: "orphan-" + s.ns,
+		ClassNamespace: s.ns, ClassName: "small", NodeName: "gone"})
+	s.vm.defineDomain(t, foreign, nil)
+	t.Cleanup(func() { s.vm.undefine(foreign) })
+	s.eventually(2*time.Minute, "the orphan domain to be collected", func() (bool, error) {
+		exists, err := s.vm.domainExists(orphan)
+		return err == nil && !exists, err
+	})
+	if exists, err := s.vm.domainExists(foreign); err != nil || !exists {
+		t.Errorf("the domain without Millwright's metadata is gone (%v): it must never be touched", err)
+	}
+
+	s.rollTo("large")
+	s.eventually(3*time.Minute, "a Machine of class large", func() (bool, error) {
+		ms, err := s.machines()
+		return slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return m.Spec.Class.Name == "large" }), err
+	})
+	if err := killProcess(s.driver); err != nil {
+		t.Fatal(err)
+	}
+	s.startLibvirtDriver()
+	rolled := s.waitFleet(2, "large", 10*time.Minute)
+	s.checkJoinedThroughCSR(rolled)
+	if exists, err := s.vm.domainExists(foreign); err != nil || !exists {
+		t.Errorf("the domain without Millwright's metadata is gone (%v): it must never be touched", err)
+	}
+	s.scale(0)
+	s.waitFleet(0, "large", 5*time.Minute)
 	rec.verify()
 }

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
@@ -69,11 +68,7 @@ func benchFleet(b *testing.B, n int) {
 	s.createVMClass("small", smallVM)
 	s.createTokenBootstrapTemplate("join")
 	rec := s.record()
-	s.createDeploymentOf(0, v1alpha1.MachineSpec{
-		Class: &v1alpha1.MachineClassReference{Name: "small"},
-		Bootstrap: v1alpha1.Bootstrap{ConfigRef: &v1alpha1.ContractReference{
-			APIGroup: bootstrapv1.GroupName, Kind: "TokenBootstrapConfigTemplate", Name: "join"}},
-	}, n, 0)
+	s.createDeploymentOf(0, vmMachineSpec("small", "join"), n, 0)
 	var all []vmTimes
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
