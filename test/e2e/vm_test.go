@@ -393,12 +393,13 @@ func TestVMLibvirtUnreachable(t *testing.T) {
 
 // TestVMDriverRestartAndOrphans proves, on real VMs, that millwright-libvirt
 // killed mid-rollout and started again finds the VMs it made (the rollout
-// ends with one domain per Machine, no VM lost), and that the orphan
-// collection deletes a domain with Millwright's metadata that no Machine
-// has, and never touches a domain without that metadata.
+// ends with one domain per Machine, no VM lost), that the manager killed
+// as a scale-up creates a Machine leaves exactly one VM for it, and that
+// the orphan collection deletes a domain with Millwright's metadata that
+// no Machine has, and never touches a domain without that metadata.
 func TestVMDriverRestartAndOrphans(t *testing.T) {
 	s := newVMScenario(t, "vmrestart")
-	s.startManager("--token-bootstrap-api-server", vmAPIServer(t), "--machine-safety-orphan-vms-period", "5s")
+	mgr := s.startManager("--token-bootstrap-api-server", vmAPIServer(t), "--machine-safety-orphan-vms-period", "5s")
 	s.createVMClass("small", smallVM)
 	s.createVMClass("large", largeVM)
 	s.createTokenBootstrapTemplate("join")
@@ -430,6 +431,17 @@ func TestVMDriverRestartAndOrphans(t *testing.T) {
 	s.startLibvirtDriver()
 	rolled := s.waitFleet(2, "large", 10*time.Minute)
 	s.checkJoinedThroughCSR(rolled)
+
+	// The manager killed as soon as the scale-up's Machine exists, while
+	// it is being created; waitFleet checks one domain per Machine.
+	s.scale(3)
+	s.eventually(time.Minute, "the scale-up's Machine", func() (bool, error) {
+		ms, err := s.machines()
+		return len(ms) == 3, err
+	})
+	s.killManager(mgr)
+	s.restartManager(mgr)
+	s.waitFleet(3, "large", 5*time.Minute)
 	if exists, err := s.vm.domainExists(foreign); err != nil || !exists {
 		t.Errorf("the domain without Millwright's metadata is gone (%v): it must never be touched", err)
 	}
