@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools runtime-tools generate build lint test e2e bench help demo
+.PHONY: all tools runtime-tools vm-tools generate build lint test e2e bench bench-vm help demo
 
 all: build
 
@@ -33,6 +33,10 @@ RUNTIME_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok
 
 runtime-tools: ## Build only the binaries a local cluster runs (what demo, e2e and bench need).
 	@bash hack/tools/build.sh $(RUNTIME_TOOLS)
+
+vm-tools: ## Install QEMU and libvirt when missing, and build the VMs' kernel and initramfs into bin/vm/ (what e2e, bench-vm and the libvirt demo need).
+	@bash hack/tools/libvirt.sh
+	@bash hack/tools/build.sh vm
 
 # The generators hack/generate.sh runs; build.sh rebuilds one only when its
 # pin changed, so this costs nothing once they are built.
@@ -65,11 +69,14 @@ test: tools lint ## Build the tools if missing, lint, and run every test: unit a
 	go test -race $(GO_TEST_FLAGS) $(UNIT_PKGS)
 	$(MAKE) e2e
 
-e2e: runtime-tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apiserver, KCM, scheduler, kwok, sim, manager).
+e2e: runtime-tools vm-tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apiserver, KCM, scheduler, kwok, sim, manager).
 	go test -count=1 -timeout=45m -p 1 -v $(E2E_PKG)
 
 bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)
 
-demo: runtime-tools build ## Run Millwright on a local cluster with the simulated cloud (DEMO_EXIT=1: exit once Running).
-	$(BIN)/millwright-demo
+bench-vm: runtime-tools vm-tools build ## Real VMs (libvirt, TCG, as root): create → Running p50/p95, CPU seconds and RSS per VM, for 1 and 4 VMs at once (VM_BENCH_SIZES=1,5 to change).
+	go test -count=1 -run '^$$' -bench BenchmarkVMCreateToRunning -benchtime=$(or $(BENCHTIME),3x) -timeout=60m ./test/e2e/
+
+demo: runtime-tools $(if $(filter libvirt,$(PROVIDER)),vm-tools) build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; DEMO_EXIT=1: exit once Running).
+	$(BIN)/millwright-demo --provider $(or $(PROVIDER),sim)

@@ -1,6 +1,7 @@
 // Command millwright-demo runs Millwright for real on this machine — a
-// local cluster, the simulated cloud, the manager and a sample
-// MachineDeployment — and shows the Machines until they are Running.
+// local cluster, the simulated cloud (or, with --provider libvirt, real
+// VMs), the manager and a sample MachineDeployment — and shows the
+// Machines until they are Running.
 // `make demo` builds everything and runs it. With DEMO_EXIT=1 it exits as
 // soon as the sample is up (non-zero, with a diagnosis, on timeout).
 package main
@@ -21,6 +22,7 @@ import (
 func main() {
 	dir := flag.String("dir", "", "directory for the cluster's files and logs (default: a new temporary directory)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long the sample may take to come up")
+	provider := flag.String("provider", demo.ProviderSim, "the driver: sim (the simulated cloud) or libvirt (real QEMU VMs through libvirt; needs root)")
 	flag.Parse()
 
 	root, err := repo.Root()
@@ -31,7 +33,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = demo.Run(ctx, demo.Options{
-		Root: root, Dir: *dir, Timeout: *timeout, Out: os.Stdout,
+		Root: root, Dir: *dir, Provider: *provider, Timeout: *timeout, Out: os.Stdout,
 		Exit: os.Getenv("DEMO_EXIT") == "1",
 	})
 	if err != nil {

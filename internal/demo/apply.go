@@ -18,8 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// applyFiles creates (or updates) every object in the YAML files matching glob.
-func applyFiles(ctx context.Context, c client.Client, glob string) error {
+// applyFiles creates (or updates) every object in the YAML files matching
+// glob, with each <<NAME>> of vars replaced by its value first.
+func applyFiles(ctx context.Context, c client.Client, glob string, vars map[string]string) error {
 	files, err := filepath.Glob(glob)
 	if err != nil {
 		return err
@@ -31,17 +32,20 @@ func applyFiles(ctx context.Context, c client.Client, glob string) error {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
-		if err := applyFile(ctx, c, f); err != nil {
+		if err := applyFile(ctx, c, f, vars); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 	}
 	return nil
 }
 
-func applyFile(ctx context.Context, c client.Client, path string) error {
+func applyFile(ctx context.Context, c client.Client, path string, vars map[string]string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	for k, v := range vars {
+		data = bytes.ReplaceAll(data, []byte("<<"+k+">>"), []byte(v))
 	}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {

@@ -36,6 +36,9 @@ type Options struct {
 	Root string
 	// Dir holds the cluster's files and logs; empty means a temporary directory.
 	Dir string
+	// Provider is the demo's driver: ProviderSim (the default) or
+	// ProviderLibvirt (real VMs).
+	Provider string
 	// Exit makes Run return as soon as the sample is fully up, instead of
 	// running until ctx ends.
 	Exit bool
@@ -50,37 +53,41 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	bin := filepath.Join(o.Root, "bin")
 	say := func(format string, args ...any) { fmt.Fprintf(o.Out, format+"\n", args...) }
-	say("Starting a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)...")
-	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, Dir: o.Dir, Logf: func(f string, a ...any) { say("  "+f, a...) }})
+	p, err := newProvider(o)
 	if err != nil {
 		return err
 	}
+	say("Starting a local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok)...")
+	cluster, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, Dir: o.Dir, Logf: func(f string, a ...any) { say("  "+f, a...) },
+		APIServerExtraIPs: p.apiServerExtraIPs()})
+	if err != nil {
+		return err
+	}
+	// stopDriver undoes what the provider's start did beside its process
+	// (which stops with the cluster's): after the cluster is down.
+	stopDriver := func() {}
 	defer func() {
-		say("Stopping the manager, the sim and the cluster...")
+		say("Stopping the manager, the %s driver and the cluster...", p.name())
 		if err := cluster.Stop(); err != nil {
 			say("stopping: %v", err)
 		}
+		stopDriver()
 	}()
 	c, err := newClient(cluster)
 	if err != nil {
 		return err
 	}
 	say("Installing the CRDs...")
-	if err := applyFiles(ctx, c, filepath.Join(o.Root, "config", "crd", "bases", "*.yaml")); err != nil {
+	if err := applyFiles(ctx, c, filepath.Join(o.Root, "config", "crd", "bases", "*.yaml"), nil); err != nil {
 		return err
 	}
 
-	adminAddr, err := freeAddr()
+	socket := "unix://" + filepath.Join(cluster.Dir(), p.name()+".sock")
+	stop, err := p.start(ctx, cluster, socket, say)
 	if err != nil {
 		return err
 	}
-	socket := "unix://" + filepath.Join(cluster.Dir(), "sim.sock")
-	say("Starting millwright-sim (the simulated cloud; admin API on http://%s)...", adminAddr)
-	if err := cluster.StartProcess(ctx, "millwright-sim", filepath.Join(bin, "millwright-sim"),
-		"--endpoint", socket, "--admin-address", adminAddr, "--kubeconfig", cluster.Kubeconfig(),
-		"--node-mode", "kwok", "--snapshot", filepath.Join(cluster.Dir(), "sim.json")); err != nil {
-		return err
-	}
+	stopDriver = stop
 	healthAddr, err := freeAddr()
 	if err != nil {
 		return err
@@ -90,20 +97,21 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	say("Starting millwright-manager (metrics on http://%s/metrics)...", metricsAddr)
-	if err := cluster.StartProcess(ctx, "millwright-manager", filepath.Join(bin, "millwright-manager"),
-		"--kubeconfig", cluster.Kubeconfig(), "--driver", "sim="+socket,
-		"--health-probe-bind-address", healthAddr, "--metrics-bind-address", metricsAddr); err != nil {
+	args := append([]string{"--kubeconfig", cluster.Kubeconfig(), "--driver", p.name() + "=" + socket,
+		"--health-probe-bind-address", healthAddr, "--metrics-bind-address", metricsAddr}, p.managerArgs(cluster)...)
+	if err := cluster.StartProcess(ctx, "millwright-manager", filepath.Join(bin, "millwright-manager"), args...); err != nil {
 		return err
 	}
 	if err := waitReady(ctx, "http://"+healthAddr+"/readyz"); err != nil {
 		return fmt.Errorf("the manager did not become ready (log: %s): %w", cluster.LogPath("millwright-manager"), err)
 	}
-	say("Applying the sample: MachineClass demo-small, MachineDeployment demo (%d replicas), Deployment %s with a PodDisruptionBudget...", replicas, workloadName)
-	if err := applyFiles(ctx, c, filepath.Join(o.Root, "config", "demo", "*.yaml")); err != nil {
+	say("Applying the sample: %s...", p.sample())
+	if err := applyFiles(ctx, c, filepath.Join(p.manifests(), "*.yaml"), p.vars()); err != nil {
 		return err
 	}
+	defer p.removeFleet(ctx, c, say)
 
-	snap, err := watchUntilUp(ctx, c, o)
+	snap, err := watchUntilUp(ctx, c, o, p.hasWorkload())
 	if err != nil {
 		if snap != nil {
 			say("\nThe sample did not come up. What is missing:")
@@ -113,7 +121,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	say("\nEverything is Running.")
-	printNextSteps(o.Out, o.Root, cluster, adminAddr)
+	p.printNextSteps(o.Out, cluster)
 	if o.Exit {
 		return nil
 	}
@@ -123,11 +131,11 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // watchUntilUp prints the fleet whenever it changes, until it is fully up.
-func watchUntilUp(ctx context.Context, c client.Client, o Options) (*snapshot, error) {
+func watchUntilUp(ctx context.Context, c client.Client, o Options, workload bool) (*snapshot, error) {
 	var last string
 	var snap *snapshot
 	err := wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		s, err := observe(ctx, c)
+		s, err := observe(ctx, c, workload)
 		if err != nil {
 			return false, nil // the API server may be busy; try again
 		}
@@ -143,7 +151,7 @@ func watchUntilUp(ctx context.Context, c client.Client, o Options) (*snapshot, e
 	return snap, err
 }
 
-func printNextSteps(out io.Writer, root string, cluster *localcluster.Cluster, adminAddr string) {
+func printSimNextSteps(out io.Writer, root string, cluster *localcluster.Cluster, adminAddr string) {
 	kubectl := filepath.Join(root, "bin", "kubectl")
 	fmt.Fprintf(out, `
 Try this, in another terminal:

@@ -19,11 +19,12 @@ import (
 type snapshot struct {
 	machines []v1alpha1.Machine
 	nodes    map[string]corev1.Node
-	pods     map[string]int // running pods per node
-	workload appsv1.Deployment
+	pods     map[string]int     // running pods per node
+	workload *appsv1.Deployment // nil when the sample has none
 }
 
-func observe(ctx context.Context, c client.Client) (*snapshot, error) {
+// observe reads the fleet, and the workload when the sample has one.
+func observe(ctx context.Context, c client.Client, workload bool) (*snapshot, error) {
 	s := &snapshot{nodes: map[string]corev1.Node{}, pods: map[string]int{}}
 	machines := &v1alpha1.MachineList{}
 	if err := c.List(ctx, machines, client.InNamespace(namespace)); err != nil {
@@ -38,6 +39,9 @@ func observe(ctx context.Context, c client.Client) (*snapshot, error) {
 	for _, n := range nodes.Items {
 		s.nodes[n.Name] = n
 	}
+	if !workload {
+		return s, nil
+	}
 	pods := &corev1.PodList{}
 	if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{"app": workloadName}); err != nil {
 		return nil, err
@@ -47,12 +51,13 @@ func observe(ctx context.Context, c client.Client) (*snapshot, error) {
 			s.pods[p.Spec.NodeName]++
 		}
 	}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: workloadName}, &s.workload)
+	s.workload = &appsv1.Deployment{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: workloadName}, s.workload)
 	return s, client.IgnoreNotFound(err)
 }
 
 // done reports whether the sample is fully up: every desired Machine
-// Running on a Ready Node, and the workload available.
+// Running on a Ready Node, and the workload (if any) available.
 func (s *snapshot) done(replicas int) bool {
 	running := 0
 	for _, m := range s.machines {
@@ -64,8 +69,8 @@ func (s *snapshot) done(replicas int) bool {
 		}
 	}
 	w := s.workload
-	return running == replicas && len(s.machines) == replicas && w.Spec.Replicas != nil &&
-		w.Status.AvailableReplicas == *w.Spec.Replicas
+	return running == replicas && len(s.machines) == replicas &&
+		(w == nil || w.Spec.Replicas != nil && w.Status.AvailableReplicas == *w.Spec.Replicas)
 }
 
 func (s *snapshot) print(out io.Writer) {
@@ -83,6 +88,9 @@ func (s *snapshot) print(out io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.Status.Phase, orDash(m.Spec.ProviderID), node, ready, pods)
 	}
 	_ = tw.Flush()
+	if s.workload == nil {
+		return
+	}
 	want := int32(0)
 	if s.workload.Spec.Replicas != nil {
 		want = *s.workload.Spec.Replicas
@@ -102,6 +110,9 @@ func (s *snapshot) diagnose(out io.Writer) {
 				fmt.Fprintf(out, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 			}
 		}
+	}
+	if s.workload == nil {
+		return
 	}
 	for _, c := range s.workload.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {

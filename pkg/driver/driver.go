@@ -125,6 +125,10 @@ type GetMachineStatusResponse struct {
 	ProviderID string
 	NodeName   string
 	Addresses  []v1alpha1.MachineAddress
+	// Progress is what the VM last said about its boot, for a person (e.g.
+	// the last lines of its serial console); optional. The manager shows
+	// it in lastOperation while the Machine waits for its Node.
+	Progress string
 }
 
 // ListMachinesRequest asks for the VMs made from one class.

@@ -73,6 +73,7 @@ func (c *Client) GetMachineStatus(ctx context.Context, req *GetMachineStatusRequ
 		ProviderID: r.GetProviderId(),
 		NodeName:   r.GetNodeName(),
 		Addresses:  addressesFromWire(r.GetAddresses()),
+		Progress:   r.GetProgress(),
 	}, nil
 }
 

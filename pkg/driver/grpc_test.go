@@ -57,7 +57,7 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 		{
 			method: driver.MethodGetMachineStatus,
 			req:    &driver.GetMachineStatusRequest{Machine: m, MachineClass: class, Secret: secret},
-			resp:   &driver.GetMachineStatusResponse{ProviderID: "sim://zone-a/vm-1", NodeName: "node-1", Addresses: addrs},
+			resp:   &driver.GetMachineStatusResponse{ProviderID: "sim://zone-a/vm-1", NodeName: "node-1", Addresses: addrs, Progress: "agent: connection refused"},
 		},
 		{
 			method: driver.MethodListMachines,

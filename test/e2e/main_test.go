@@ -6,8 +6,17 @@
 // namespace with --namespace). Scenarios run one after the other: they
 // share two cores with the control plane.
 //
-// The binaries under test are bin/millwright-manager and bin/millwright-sim
-// (`make build`); the control plane's binaries come from `make tools`.
+// The binaries under test are bin/millwright-manager, bin/millwright-sim
+// and bin/millwright-libvirt (`make build`); the control plane's binaries,
+// the VMs' kernel and initramfs (bin/vm) and libvirt come from `make tools`.
+//
+// The VM scenarios (vm_test.go) run real QEMU VMs through libvirt, so the
+// suite needs root and starts libvirtd and virtlogd when they are not
+// running (internal/libvirtd). The VMs use QEMU's user-mode network without
+// restrict and reach the API server on the host's loopback at 10.0.2.2
+// (docs/providers/node-agent.md says why no guest forward can carry the
+// agent's connections under libvirt), so the shared cluster's serving
+// certificate carries that address too.
 package e2e
 
 import (
@@ -16,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,6 +41,7 @@ import (
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/libvirtd"
 	"github.com/millwright-dev/millwright/internal/localcluster"
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
@@ -56,7 +67,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	binDir = filepath.Join(root, "bin")
-	for _, b := range []string{"millwright-manager", "millwright-sim"} {
+	for _, b := range []string{"millwright-manager", "millwright-sim", "millwright-libvirt"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: run `make build` first\n", filepath.Join(binDir, b))
 			return 1
@@ -67,7 +78,10 @@ func run(m *testing.M) int {
 	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	// E2E_DIR keeps the cluster's files and every process's log there,
 	// instead of in a temporary directory removed at the end.
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: binDir, Dir: os.Getenv("E2E_DIR"), Logf: logf})
+	cluster, err = localcluster.Start(ctx, localcluster.Options{
+		BinDir: binDir, Dir: os.Getenv("E2E_DIR"), Logf: logf,
+		APIServerExtraIPs: []net.IP{vmHostIP},
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -95,6 +109,18 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "installing the CRDs:", err)
 		return 1
 	}
+	daemons, err := libvirtd.Ensure(ctx, cluster.Dir())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the VM scenarios need libvirtd and virtlogd (qemu:///system, as root): %v\n", err)
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		if err := daemons.Stop(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the libvirt daemons:", err)
+		}
+	}()
 	return m.Run()
 }
 

@@ -51,10 +51,10 @@ type machineVersion struct {
 	node     string
 	deletion *v1alpha1.MachineDeletionStatus
 	// seen is when the recorder received this version.
-	seen          time.Time
-	phase         v1alpha1.MachinePhase
-	op            v1alpha1.LastOperation
-	failureReason string
+	seen                          time.Time
+	phase                         v1alpha1.MachinePhase
+	op                            v1alpha1.LastOperation
+	failureReason, failureMessage string
 }
 
 type deletion struct {
@@ -188,7 +188,7 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)
 		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: nodeOf(m), deletion: m.Status.Deletion,
-			seen: time.Now(), phase: m.Status.Phase, op: m.Status.LastOperation, failureReason: m.Status.FailureReason})
+			seen: time.Now(), phase: m.Status.Phase, op: m.Status.LastOperation, failureReason: m.Status.FailureReason, failureMessage: m.Status.FailureMessage})
 		if p := r.phases[name]; m.Status.Phase != "" && (len(p) == 0 || p[len(p)-1] != m.Status.Phase) {
 			r.phases[name] = append(p, m.Status.Phase)
 		}

@@ -22,14 +22,22 @@ import (
 
 // scenario is one scenario's world: its namespace (also the name of its
 // MachineDeployment, and so the prefix of its Machines' and Nodes' names),
-// its sim and its managers, all processes of the shared cluster.
+// its driver (the sim, or millwright-libvirt and real VMs: vm_test.go) and
+// its managers, all processes of the shared cluster.
 type scenario struct {
-	t  *testing.T
+	t  testing.TB
 	ns string
-	// sim is the name of the sim process; simAdmin its admin API address.
-	sim, simAdmin, socket string
-	simArgs               []string
-	managers              []*manager
+	// provider is the driver's name, as MachineClass spec.provider says
+	// it: "sim" or "libvirt".
+	provider string
+	// driver is the name of the driver's process, socket its endpoint.
+	driver, socket string
+	// simAdmin is the sim's admin API address; simArgs its flags.
+	simAdmin string
+	simArgs  []string
+	// vm is the libvirt side of a VM scenario; nil for the sim.
+	vm       *vmWorld
+	managers []*manager
 	// extraNodes are Nodes of the scenario not named after its namespace
 	// (orphan VMs' Nodes), deleted at the end.
 	extraNodes []string
@@ -48,12 +56,20 @@ type manager struct {
 // so the next scenario starts on an empty cluster.
 func newScenario(t *testing.T, name string, simFlags ...string) *scenario {
 	t.Helper()
-	s := &scenario{t: t, ns: name}
+	s := beginScenario(t, name, "sim")
+	s.startSim(simFlags...)
+	return s
+}
+
+// beginScenario creates namespace name for a scenario whose driver is
+// provider, and cleans up at the end of the test.
+func beginScenario(t testing.TB, name, provider string) *scenario {
+	t.Helper()
+	s := &scenario{t: t, ns: name, provider: provider}
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	t.Cleanup(s.cleanup)
-	s.startSim(simFlags...)
 	return s
 }
 
@@ -78,10 +94,13 @@ func (s *scenario) cleanup() {
 	for _, n := range append(nodes, own...) {
 		_ = client.IgnoreNotFound(k8s.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}))
 	}
+	if s.vm != nil {
+		s.vm.cleanup(s.t)
+	}
 }
 
 func (s *scenario) processNames() []string {
-	names := []string{s.sim}
+	names := []string{s.driver}
 	for _, m := range s.managers {
 		names = append(names, m.name)
 	}
@@ -92,7 +111,7 @@ func (s *scenario) processNames() []string {
 // restarted sim keeps its cloud, then extra) and waits for its admin API.
 func (s *scenario) startSim(extra ...string) {
 	s.t.Helper()
-	s.sim = "sim-" + s.ns
+	s.driver = "sim-" + s.ns
 	s.simAdmin = testenv.FreeAddr(s.t)
 	s.socket = "unix://" + filepath.Join(cluster.Dir(), s.ns+"-sim.sock")
 	s.simArgs = []string{
@@ -107,7 +126,7 @@ func (s *scenario) startSim(extra ...string) {
 // same flags, and so the same snapshot.
 func (s *scenario) restartSim() {
 	s.t.Helper()
-	s.start(s.sim, "millwright-sim", s.simArgs)
+	s.start(s.driver, "millwright-sim", s.simArgs)
 	s.eventually(30*time.Second, "the sim's admin API", func() (bool, error) {
 		code, _, err := testenv.HTTPGet("http://" + s.simAdmin + "/vms")
 		return code == 200, err
@@ -127,7 +146,7 @@ func (s *scenario) managerFlags(health, metrics string) []string {
 	return []string{
 		"--kubeconfig", cluster.Kubeconfig(),
 		"--namespace", s.ns,
-		"--driver", "sim=" + s.socket,
+		"--driver", s.provider + "=" + s.socket,
 		"--health-probe-bind-address", health,
 		"--metrics-bind-address", metrics,
 		"--backoff-base", "200ms", "--backoff-cap", "2s",
@@ -199,7 +218,7 @@ func killProcess(name string) error {
 // stopSim stops the sim with SIGTERM: it saves its snapshot on the way out.
 func (s *scenario) stopSim() {
 	s.t.Helper()
-	if err := cluster.StopProcess(s.sim); err != nil {
+	if err := cluster.StopProcess(s.driver); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -209,7 +228,7 @@ func (s *scenario) stopSim() {
 // before) are lost.
 func (s *scenario) killSim() {
 	s.t.Helper()
-	if err := killProcess(s.sim); err != nil {
+	if err := killProcess(s.driver); err != nil {
 		s.t.Fatal(err)
 	}
 }

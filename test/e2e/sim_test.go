@@ -15,8 +15,12 @@ import (
 // The sim's admin API (internal/provider/sim/admin.go), for the scenario's
 // namespace.
 
-// vms lists the scenario's VMs in the sim.
+// vms lists the scenario's VMs: in the sim, or libvirt's domains made for
+// the scenario's Machines.
 func (s *scenario) vms() ([]sim.VM, error) {
+	if s.vm != nil {
+		return s.vm.vms()
+	}
 	var out []sim.VM
 	return out, s.simGet("/vms?namespace="+s.ns, &out)
 }

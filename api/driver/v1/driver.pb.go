@@ -539,7 +539,13 @@ type GetMachineStatusResponse struct {
 	// Node name the VM's Node registers with.
 	NodeName string `protobuf:"bytes,2,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	// Addresses of the VM, when known.
-	Addresses     []*MachineAddress `protobuf:"bytes,3,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	Addresses []*MachineAddress `protobuf:"bytes,3,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	// Progress is what the VM last said about its boot, for a person, e.g.
+	// the last lines of its serial console; empty when the driver cannot
+	// tell. While the Machine waits for its Node the manager shows it in the
+	// Machine's lastOperation, so a Machine failed by its creation timeout
+	// says why its VM never joined.
+	Progress      string `protobuf:"bytes,4,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -593,6 +599,13 @@ func (x *GetMachineStatusResponse) GetAddresses() []*MachineAddress {
 		return x.Addresses
 	}
 	return nil
+}
+
+func (x *GetMachineStatusResponse) GetProgress() string {
+	if x != nil {
+		return x.Progress
+	}
+	return ""
 }
 
 // ListMachinesRequest asks for the VMs made from one class.
@@ -1048,12 +1061,13 @@ const file_v1_driver_proto_rawDesc = "" +
 	"\x17GetMachineStatusRequest\x12\x18\n" +
 	"\amachine\x18\x01 \x01(\fR\amachine\x12#\n" +
 	"\rmachine_class\x18\x02 \x01(\fR\fmachineClass\x12\x16\n" +
-	"\x06secret\x18\x03 \x01(\fR\x06secret\"\x9c\x01\n" +
+	"\x06secret\x18\x03 \x01(\fR\x06secret\"\xb8\x01\n" +
 	"\x18GetMachineStatusResponse\x12\x1f\n" +
 	"\vprovider_id\x18\x01 \x01(\tR\n" +
 	"providerId\x12\x1b\n" +
 	"\tnode_name\x18\x02 \x01(\tR\bnodeName\x12B\n" +
-	"\taddresses\x18\x03 \x03(\v2$.millwright.driver.v1.MachineAddressR\taddresses\"R\n" +
+	"\taddresses\x18\x03 \x03(\v2$.millwright.driver.v1.MachineAddressR\taddresses\x12\x1a\n" +
+	"\bprogress\x18\x04 \x01(\tR\bprogress\"R\n" +
 	"\x13ListMachinesRequest\x12#\n" +
 	"\rmachine_class\x18\x01 \x01(\fR\fmachineClass\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\fR\x06secret\"\xb6\x01\n" +

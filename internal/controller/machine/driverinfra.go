@@ -28,12 +28,14 @@ type driverInfra struct {
 }
 
 func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
-	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" {
+	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" && !creationTimedOut(s) {
 		if s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
 			return reconcile.Result{}, nil // steady state: its Node tells its health
 		}
 		return d.checkProvisioned(ctx, s)
 	}
+	// (At the creation timeout one GetMachineStatus more: the failure
+	// quotes what the VM said of its boot, its Progress.)
 	if d.r.creates.inFlight(s.machine.UID) {
 		return reconcile.Result{}, nil // its end enqueues the Machine
 	}
@@ -56,6 +58,7 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	})
 	switch outcome := driver.ClassifyError(driver.MethodGetMachineStatus, err); outcome.Action {
 	case driver.Continue:
+		s.vmProgress = status.Progress
 		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, s.machine.Status.LastKnownState)
 		return d.provisioned(s), nil
 	case driver.CreateVM:

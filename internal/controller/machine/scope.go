@@ -34,6 +34,10 @@ type scope struct {
 	gone bool
 	// joined means the Machine became Running in this reconcile.
 	joined bool
+	// vmProgress is what the driver's GetMachineStatus said of the VM's
+	// boot in this reconcile (e.g. its console's last lines): a creation
+	// timeout quotes it.
+	vmProgress string
 	// succeeded holds the operations that succeeded in this reconcile, for
 	// one Event at its end (see operation).
 	succeeded succeededOps

@@ -13,16 +13,36 @@ import (
 // deadline, or asks to be called back exactly at the deadline (rather than
 // at some later resync: a timeout must fire on time).
 func (r *Reconciler) checkCreationTimeout(s *scope) reconcile.Result {
-	if s.machine.Status.FailureReason != "" || s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
+	deadline, applies := creationDeadline(s)
+	if !applies {
 		return reconcile.Result{}
 	}
-	deadline := s.machine.CreationTimestamp.Add(s.life.creationTimeout)
 	if left := deadline.Sub(s.now); left > 0 {
 		return reconcile.Result{RequeueAfter: left}
 	}
-	s.fail(FailureCreationTimeout, fmt.Sprintf("the Machine did not become Running within the creation timeout of %s (%s)",
-		s.life.creationTimeout, describeProgress(s.machine)))
+	msg := fmt.Sprintf("the Machine did not become Running within the creation timeout of %s (%s)",
+		s.life.creationTimeout, describeProgress(s.machine))
+	if s.vmProgress != "" {
+		msg += "; the end of the VM's console:\n" + s.vmProgress
+	}
+	s.fail(FailureCreationTimeout, msg)
 	return reconcile.Result{}
+}
+
+// creationDeadline is when a Machine that never ran is Failed; applies is
+// false once it ran (or failed).
+func creationDeadline(s *scope) (deadline time.Time, applies bool) {
+	if s.machine.Status.FailureReason != "" || s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
+		return time.Time{}, false
+	}
+	return s.machine.CreationTimestamp.Add(s.life.creationTimeout), true
+}
+
+// creationTimedOut reports whether the creation timeout fails the Machine
+// in this reconcile.
+func creationTimedOut(s *scope) bool {
+	deadline, applies := creationDeadline(s)
+	return applies && !s.now.Before(deadline)
 }
 
 func describeProgress(m *v1alpha1.Machine) string {

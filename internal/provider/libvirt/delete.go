@@ -25,7 +25,7 @@ const (
 // deadline allows: if the grace period outlasts it, the call answers
 // Aborted and the next call carries on where it stopped.
 func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
-	cl, err := d.begin(ctx, req.MachineClass, req.Machine)
+	cl, err := d.beginDelete(ctx, req.MachineClass, req.Machine)
 	if err != nil {
 		return nil, err
 	}
@@ -34,6 +34,10 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 	f, err := c.lookup(name)
 	if err != nil {
 		return nil, err
+	}
+	if f != nil && cl.byProviderID != "" && (f.meta.Name != cl.byProviderID || f.meta.Namespace != req.MachineClass.Namespace) {
+		return nil, driver.Errorf(driver.FailedPrecondition, "domain %s was made for Machine %s/%s, not %s/%s: left alone",
+			name, f.meta.Namespace, f.meta.Name, req.MachineClass.Namespace, cl.byProviderID)
 	}
 	volumes := []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: diskVolume(name)}}
 	console := consoleLog(d.opts.ConsoleDir, name)

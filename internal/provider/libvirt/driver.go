@@ -32,6 +32,10 @@ const DefaultConsoleDir = "/var/log/libvirt/qemu"
 // consoleTailLines is how much of the console an error message quotes.
 const consoleTailLines = 20
 
+// progressLines is how much of a running VM's console GetMachineStatus
+// reports as its progress.
+const progressLines = 8
+
 // Options configure a Driver.
 type Options struct {
 	// Name is the driver's name; default DefaultName.
@@ -125,6 +129,10 @@ type call struct {
 	spec *spec
 	conn *conn
 	name string // the Machine's domain
+	// byProviderID is the Machine's name when the domain was named by a
+	// providerID, not derived from the Machine's UID: the domain's
+	// metadata must then name that Machine.
+	byProviderID string
 }
 
 // begin checks a call about one Machine and connects to its class's
@@ -146,6 +154,32 @@ func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1a
 		return nil, err
 	}
 	return &call{spec: s, conn: c, name: domainName(m)}, nil
+}
+
+// beginDelete is begin for DeleteMachine, which also accepts a Machine
+// known only by its name and providerID: the orphan collector's, for a VM
+// whose Machine is gone. The providerID then names the domain, which must
+// be on this libvirt host and made for a Machine of that name.
+func (d *Driver) beginDelete(ctx context.Context, class *v1alpha1.MachineClass, m *v1alpha1.Machine) (*call, error) {
+	if m == nil || m.UID != "" || m.Spec.ProviderID == "" {
+		return d.begin(ctx, class, m)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := d.classSpec(class)
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.conns.get(ctx, s.URI)
+	if err != nil {
+		return nil, err
+	}
+	name, ok := strings.CutPrefix(m.Spec.ProviderID, "libvirt://"+c.host+"/")
+	if !ok || !strings.HasPrefix(name, domainPrefix) || strings.Contains(name, "/") {
+		return nil, invalid("machine.spec.providerID", "%q is not a domain of libvirt at %s (want libvirt://%s/%s...)", m.Spec.ProviderID, c.uri, c.host, domainPrefix)
+	}
+	return &call{spec: s, conn: c, name: name, byProviderID: m.Name}, nil
 }
 
 func checkMachine(m *v1alpha1.Machine) error {
@@ -408,7 +442,11 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 	case golibvirt.DomainCrashed:
 		return nil, d.stopped(f, "crashed")
 	}
-	return &driver.GetMachineStatusResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName}, nil
+	// The console's last lines are the Machine's progress: a VM that
+	// never joins says there why (the node agent logs to it). A serial
+	// console ends its lines with CR LF.
+	return &driver.GetMachineStatusResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName,
+		Progress: strings.ReplaceAll(logtail.Tail(f.meta.ConsoleLog, progressLines), "\r", "")}, nil
 }
 
 func (d *Driver) stopped(f *found, how string) error {

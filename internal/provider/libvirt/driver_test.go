@@ -15,6 +15,7 @@ import (
 	"libvirt.org/go/libvirtxml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -305,4 +306,39 @@ func keys(m map[string][]byte) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+// TestDeleteByProviderID checks the orphan collector's DeleteMachine: a
+// Machine known only by its name and providerID (its object is gone, so
+// no UID). The providerID names the domain; a name that is not the one in
+// the domain's metadata is refused and the domain left alone; the right
+// one deletes it.
+func TestDeleteByProviderID(t *testing.T) {
+	l := libvirtConn(t)
+	d := newDriver(t)
+	cl := class("orphan", imageSpec())
+	m := machine("orphan")
+	name := domainName(m)
+	resp, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ghost := func(machineName string) *v1alpha1.Machine {
+		g := &v1alpha1.Machine{}
+		g.Name, g.Namespace, g.Spec.ProviderID = machineName, m.Namespace, resp.ProviderID
+		return g
+	}
+	_, err = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: ghost("someone-else"), MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition || !domainExists(t, l, name) {
+		t.Fatalf("deleting by providerID for another Machine's name: %v, domain exists %t; want FailedPrecondition and the domain kept", err, domainExists(t, l, name))
+	}
+	if _, err := d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: ghost(m.Name), MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	if domainExists(t, l, name) {
+		t.Error("the domain exists after DeleteMachine by providerID")
+	}
+	if got := volumes(t, l, name); len(got) != 0 {
+		t.Errorf("volumes after delete: %v", got)
+	}
 }

@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	golibvirt "github.com/digitalocean/go-libvirt"
+	"github.com/digitalocean/go-libvirt/socket/dialers"
+	"libvirt.org/go/libvirtxml"
+
+	"github.com/millwright-dev/millwright/internal/provider/libvirt"
+	"github.com/millwright-dev/millwright/internal/provider/sim"
+	"github.com/millwright-dev/millwright/internal/testenv"
+)
+
+// vmHostIP is the host as QEMU's user-mode network shows it to a guest
+// (without restrict, a guest's connection to it reaches the host's
+// loopback): VMs reach the shared cluster's API server there.
+var vmHostIP = net.IPv4(10, 0, 2, 2)
+
+// qemuPIDDir is where libvirt's QEMU driver (qemu:///system) keeps the pid
+// file of each running domain.
+const qemuPIDDir = "/run/libvirt/qemu"
+
+// vmWorld is the libvirt side of a VM scenario: a connection of the
+// test's own to libvirt, millwright-libvirt's health address, and a
+// storage pool (transient, in dir/pool) and console directory of the
+// scenario's own. dir is readable by QEMU, which runs as libvirt's
+// unprivileged user.
+type vmWorld struct {
+	l                 *golibvirt.Libvirt
+	ns                string
+	dir, consoleDir   string
+	pool              string
+	health            string
+	kernel, initramfs string
+	// driverArgs are millwright-libvirt's flags.
+	driverArgs []string
+}
+
+// newVMScenario creates namespace name and starts millwright-libvirt for
+// it, with its own pool and console directory (driverFlags after the
+// defaults), and waits until it answers. At the end of the test,
+// once the scenario's processes are stopped, the cleanup destroys and
+// undefines whatever domain of the scenario is left, so that a failed test
+// leaves no VM running, and removes the pool.
+func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
+	t.Helper()
+	s := beginScenario(t, name, "libvirt")
+	dir, err := os.MkdirTemp("", "mw-e2e-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &vmWorld{ns: name, dir: dir, consoleDir: filepath.Join(dir, "console"), pool: "mwe2e-" + name,
+		kernel: filepath.Join(binDir, "vm", "vmlinuz"), initramfs: filepath.Join(binDir, "vm", "initramfs.img")}
+	s.vm = w
+	for _, d := range []string{dir, w.consoleDir, filepath.Join(dir, "pool")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{w.kernel, w.initramfs} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%v: run `make tools` (hack/tools/vm.sh builds the VMs' kernel and initramfs)", err)
+		}
+	}
+	l := golibvirt.NewWithDialer(dialers.NewLocal(dialers.WithLocalTimeout(5 * time.Second)))
+	if err := l.ConnectToURI(golibvirt.QEMUSystem); err != nil {
+		t.Fatalf("connecting to libvirt: %v", err)
+	}
+	w.l = l
+	x, _ := (&libvirtxml.StoragePool{Type: "dir", Name: w.pool, Target: &libvirtxml.StoragePoolTarget{Path: filepath.Join(dir, "pool")}}).Marshal()
+	if _, err := l.StoragePoolCreateXML(x, 0); err != nil {
+		t.Fatalf("creating the scenario's storage pool: %v", err)
+	}
+
+	s.driver = "libvirt-" + name
+	s.socket = "unix://" + filepath.Join(cluster.Dir(), name+"-libvirt.sock")
+	w.health = testenv.FreeAddr(t)
+	w.driverArgs = append([]string{"--endpoint", s.socket, "--health-address", w.health, "--console-dir", w.consoleDir}, driverFlags...)
+	s.startLibvirtDriver()
+	return s
+}
+
+// startLibvirtDriver starts millwright-libvirt with the scenario's flags
+// and waits until it serves /healthz.
+func (s *scenario) startLibvirtDriver() {
+	s.t.Helper()
+	s.start(s.driver, "millwright-libvirt", s.vm.driverArgs)
+	s.eventually(time.Minute, "millwright-libvirt to serve /healthz", func() (bool, error) {
+		code, body, err := testenv.HTTPGet("http://" + s.vm.health + "/healthz")
+		if err == nil && code != 200 {
+			err = fmt.Errorf("/healthz %d: %s", code, body)
+		}
+		return err == nil, err
+	})
+}
+
+// driverReadyz is millwright-libvirt's /readyz: its status code and body.
+func (w *vmWorld) driverReadyz() (int, string, error) {
+	return testenv.HTTPGet("http://" + w.health + "/readyz")
+}
+
+// vmSpec is the providerSpec of the scenario's VMs: the node agent's
+// kernel and initramfs booted directly under TCG, 1 vCPU, memory as
+// given, on QEMU's user-mode network without restrict (so the guest
+// reaches the API server on the host's loopback at vmHostIP).
+func (w *vmWorld) vmSpec(memory string) string {
+	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"10s","network":{"user":{}}}`,
+		memory, w.kernel, w.initramfs, w.pool)
+}
+
+// domain is one of the scenario's domains.
+type domain struct {
+	name   string
+	meta   libvirt.Meta
+	active bool
+}
+
+// domains lists the domains whose Millwright metadata names the
+// scenario's namespace.
+func (w *vmWorld) domains() ([]domain, error) {
+	doms, _, err := w.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsActive|golibvirt.ConnectListDomainsInactive)
+	if err != nil {
+		return nil, err
+	}
+	var out []domain
+	for _, d := range doms {
+		x, err := w.l.DomainGetMetadata(d, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{libvirt.MetadataNamespace}, golibvirt.DomainAffectConfig)
+		if err != nil {
+			continue // not Millwright's, or deleted meanwhile
+		}
+		var m libvirt.Meta
+		if err := xml.Unmarshal([]byte(x), &m); err != nil {
+			return nil, fmt.Errorf("domain %s: %w", d.Name, err)
+		}
+		if m.Namespace != w.ns {
+			continue
+		}
+		active, err := w.l.DomainIsActive(d)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		out = append(out, domain{name: d.Name, meta: m, active: active == 1})
+	}
+	return out, nil
+}
+
+// vms describes the scenario's domains as the sim's VMs, for the helpers
+// both kinds of scenario share.
+func (w *vmWorld) vms() ([]sim.VM, error) {
+	doms, err := w.domains()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sim.VM, 0, len(doms))
+	for _, d := range doms {
+		out = append(out, sim.VM{ID: d.name, Namespace: d.meta.Namespace, MachineName: d.meta.Name, ClassName: d.meta.ClassName, NodeName: d.meta.NodeName})
+	}
+	return out, nil
+}
+
+// domainOf returns the domain of a Machine.
+func (w *vmWorld) domainOf(machine string) (domain, error) {
+	doms, err := w.domains()
+	if err != nil {
+		return domain{}, err
+	}
+	for _, d := range doms {
+		if d.meta.Name == machine {
+			return d, nil
+		}
+	}
+	return domain{}, fmt.Errorf("no domain for Machine %s", machine)
+}
+
+// killQEMU kills a running domain's QEMU with SIGKILL, behind libvirt's
+// back, as the OOM killer would.
+func (w *vmWorld) killQEMU(name string) error {
+	data, err := os.ReadFile(filepath.Join(qemuPIDDir, name+".pid"))
+	if err != nil {
+		return fmt.Errorf("the pid of domain %s: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("the pid file of domain %s: %w", name, err)
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// qemuProcesses lists the pids of the QEMU processes of the scenario's
+// VMs: those whose command line names a file of its directory (the seed
+// disk in its pool).
+func (w *vmWorld) qemuProcesses() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmd, []byte("qemu-system")) && bytes.Contains(cmd, []byte(w.dir+"/")) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// volumes lists the volumes of the scenario's pool.
+func (w *vmWorld) volumes() ([]string, error) {
+	pool, err := w.l.StoragePoolLookupByName(w.pool)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.l.StoragePoolRefresh(pool, 0); err != nil {
+		return nil, err
+	}
+	vols, _, err := w.l.StoragePoolListAllVolumes(pool, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, v := range vols {
+		names = append(names, v.Name)
+	}
+	return names, nil
+}
+
+// consoleTail is the last lines of a domain's console log.
+func (w *vmWorld) consoleTail(name string, lines int) string {
+	return (&testenv.Process{Log: filepath.Join(w.consoleDir, name+"-console.log")}).LogTail(lines)
+}
+
+// cleanup destroys and undefines the scenario's domains (logging their
+// consoles' tails if the test failed), then removes its pool and directory.
+func (w *vmWorld) cleanup(t testing.TB) {
+	doms, err := w.domains()
+	if err != nil {
+		t.Errorf("listing the scenario's domains: %v", err)
+	}
+	for _, d := range doms {
+		if t.Failed() {
+			t.Logf("--- console of %s (Machine %s), last 30 lines ---\n%s", d.name, d.meta.Name, w.consoleTail(d.name, 30))
+		}
+		dom, err := w.l.DomainLookupByName(d.name)
+		if err != nil {
+			continue
+		}
+		if d.active {
+			_ = w.l.DomainDestroy(dom)
+		}
+		_ = w.l.DomainUndefine(dom)
+	}
+	if pool, err := w.l.StoragePoolLookupByName(w.pool); err == nil {
+		if vols, _, err := w.l.StoragePoolListAllVolumes(pool, 1, 0); err == nil {
+			for _, v := range vols {
+				_ = w.l.StorageVolDelete(v, 0)
+			}
+		}
+		_ = w.l.StoragePoolDestroy(pool)
+	}
+	_ = w.l.Disconnect()
+	_ = os.RemoveAll(w.dir)
+}
+
+// defineDomain defines (and does not start) a small domain named name,
+// with Millwright's metadata meta, or none when meta is nil: someone
+// else's domain. Such a domain costs no CPU.
+func (w *vmWorld) defineDomain(t testing.TB, name string, meta *libvirt.Meta) {
+	t.Helper()
+	dom := &libvirtxml.Domain{
+		Type: "qemu", Name: name,
+		Memory: &libvirtxml.DomainMemory{Value: 128, Unit: "MiB"},
+		OS:     &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}},
+	}
+	if meta != nil {
+		var x strings.Builder
+		if err := xml.NewEncoder(&x).EncodeElement(meta, xml.StartElement{Name: xml.Name{Space: libvirt.MetadataNamespace, Local: "machine"}}); err != nil {
+			t.Fatal(err)
+		}
+		dom.Metadata = &libvirtxml.DomainMetadata{XML: x.String()}
+	}
+	x, err := dom.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.l.DomainDefineXML(x); err != nil {
+		t.Fatalf("defining domain %s: %v", name, err)
+	}
+}
+
+// domainExists reports whether libvirt has a domain of that name.
+func (w *vmWorld) domainExists(name string) (bool, error) {
+	_, err := w.l.DomainLookupByName(name)
+	if err == nil {
+		return true, nil
+	}
+	if golibvirt.IsNotFound(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// undefine removes a domain the test defined.
+func (w *vmWorld) undefine(name string) {
+	if dom, err := w.l.DomainLookupByName(name); err == nil {
+		_ = w.l.DomainUndefine(dom)
+	}
+}
