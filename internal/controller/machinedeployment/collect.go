@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 // collect finds the deployment's MachineSets — adopting orphans its
@@ -76,7 +77,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 	for _, ms := range s.sets {
 		machines := &v1alpha1.MachineList{}
 		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
-			client.MatchingFields{machineSetOwnerIndex: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
+			ownerindex.ControlledBy(ms.UID), client.UnsafeDisableDeepCopy); err != nil {
 			return reconcile.Result{}, err
 		}
 		for i := range machines.Items {
@@ -94,10 +95,9 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 // to the cache's object would corrupt the cache for every reader.
 func (r *Reconciler) candidateSets(ctx context.Context, s *scope) ([]*v1alpha1.MachineSet, error) {
 	var out []*v1alpha1.MachineSet
-	for _, key := range []string{string(s.md.UID), orphanKey} {
+	for _, by := range []client.MatchingFields{ownerindex.ControlledBy(s.md.UID), ownerindex.Orphans()} {
 		list := &v1alpha1.MachineSetList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace),
-			client.MatchingFields{setOwnerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace), by, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range list.Items {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/names"
 )
@@ -135,10 +136,9 @@ type scope struct {
 // cache's object would corrupt the cache for every reader.
 func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	var candidates []*v1alpha1.Machine
-	for _, key := range []string{string(s.ms.UID), orphanKey} {
+	for _, by := range []client.MatchingFields{ownerindex.ControlledBy(s.ms.UID), ownerindex.Orphans()} {
 		list := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace),
-			client.MatchingFields{machineOwnerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace), by, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 		for i := range list.Items {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 // overshootVerdict is what the overshoot check does to one MachineSet or
@@ -110,7 +111,7 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
 	machines := &v1alpha1.MachineList{}
 	if err := o.client.List(ctx, machines, client.InNamespace(ms.Namespace),
-		client.MatchingFields{machineSetIndex: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		ownerindex.ControlledBy(ms.UID), client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	var n int32
