@@ -9,7 +9,7 @@ import (
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
-	"github.com/millwright-dev/millwright/pkg/driver"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 )
 
 // reconcileDelete is the contract's workflow for a deleted InfraMachine
@@ -31,7 +31,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 				// retry slowly until a person fixes the cause.
 				base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
 				reason = infrav1.ReadyReasonDeletionFailed
-			} else if ce.outcome.Action == driver.RetryLong {
+			} else if ce.outcome.Action == driverpolicy.RetryLong {
 				base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
 			}
 			after := r.backoff.next(s.sm.UID, base, maxDelay)

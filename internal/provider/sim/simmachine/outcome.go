@@ -5,6 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -15,9 +16,9 @@ import (
 func (r *Reconciler) handleCallError(s *scope, ce *callError) (ctrl.Result, error) {
 	msg := describe(ce.method, ce.err)
 	switch ce.outcome.Action {
-	case driver.Retry, driver.RetryLong, driver.CollectOrphans:
+	case driverpolicy.Retry, driverpolicy.RetryLong, driverpolicy.CollectOrphans:
 		base, maxDelay := r.Config.BackoffBase, r.Config.BackoffCap
-		if ce.outcome.Action == driver.RetryLong {
+		if ce.outcome.Action == driverpolicy.RetryLong {
 			base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
 		}
 		after := r.backoff.next(s.sm.UID, base, maxDelay)
