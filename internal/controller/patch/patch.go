@@ -40,6 +40,7 @@ import (
 // Helper writes one object's changes; make one per reconcile with New.
 type Helper struct {
 	c          client.Client
+	reader     client.Reader
 	base       client.Object
 	lockStatus bool
 	owned      []string
@@ -59,9 +60,20 @@ func WithOwnedConditions(types ...string) Option {
 	return func(h *Helper) { h.owned = append(h.owned, types...) }
 }
 
+// WithReader sets where an owned-conditions patch reads the object: the
+// API server (a manager's APIReader) rather than a cache that may not have
+// this reconcile's own earlier writes yet. Default: the client.
+func WithReader(r client.Reader) Option {
+	return func(h *Helper) {
+		if r != nil {
+			h.reader = r
+		}
+	}
+}
+
 // New snapshots obj, as the reconcile read it.
 func New(c client.Client, obj client.Object, opts ...Option) *Helper {
-	h := &Helper{c: c, base: obj.DeepCopyObject().(client.Object)}
+	h := &Helper{c: c, reader: c, base: obj.DeepCopyObject().(client.Object)}
 	for _, o := range opts {
 		o(h)
 	}
@@ -181,7 +193,7 @@ func (h *Helper) diff(obj client.Object) (map[string]any, error) {
 // conditions with the owned types taken from obj.
 func (h *Helper) ownedConditions(ctx context.Context, obj client.Object) (string, []any, error) {
 	latest := obj.DeepCopyObject().(client.Object)
-	if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
+	if err := h.reader.Get(ctx, client.ObjectKeyFromObject(obj), latest); err != nil {
 		return "", nil, err
 	}
 	have, err := conditions(latest)

@@ -28,6 +28,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := s.patchStatus(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	_, err := finalizer.Remove(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.orig)
+	_, err := finalizer.Remove(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.patch.Base())
 	return ctrl.Result{}, err
 }

@@ -32,7 +32,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	// The finalizer, before any token can exist: a token is a credential
 	// in another cluster, which no garbage collector reaches.
-	if _, err := finalizer.Add(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.orig); err != nil {
+	if _, err := finalizer.Add(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.patch.Base()); err != nil {
 		return ctrl.Result{}, err
 	}
 	if s.joined() {

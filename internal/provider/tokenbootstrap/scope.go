@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +15,7 @@ import (
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/contract"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // scope is one reconcile's view: the config as read (orig) and as it is
@@ -24,9 +24,8 @@ type scope struct {
 	r   *Reconciler
 	log logr.Logger
 	cfg *bootstrapv1.TokenBootstrapConfig
-	// orig is the last state the API server confirmed; status patches are
-	// computed against it.
-	orig *bootstrapv1.TokenBootstrapConfig
+	// patch writes the changes to cfg since the reconcile read it.
+	patch *patch.Helper
 	// owner is the Machine owner reference; nil when there is none.
 	owner *metav1.OwnerReference
 	// machine is the owner Machine; nil when there is no owner or it is
@@ -35,7 +34,8 @@ type scope struct {
 }
 
 func (r *Reconciler) newScope(ctx context.Context, cfg *bootstrapv1.TokenBootstrapConfig) (*scope, error) {
-	s := &scope{r: r, cfg: cfg, orig: cfg.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
+	s := &scope{r: r, cfg: cfg, patch: patch.New(r.Client, cfg, patch.WithReader(r.APIReader),
+		patch.WithOwnedConditions(bootstrapv1.ReadyCondition, bootstrapv1.PausedCondition)), log: ctrl.LoggerFrom(ctx)}
 	owner, m, err := contract.OwnerMachine(ctx, r.Client, cfg)
 	if err != nil {
 		return nil, err
@@ -106,15 +106,8 @@ func (s *scope) fail(reason, message string) {
 	s.setReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonFailed, fmt.Sprintf("%s: %s", reason, message))
 }
 
-// patchStatus writes the status if it changed. A config that is gone (its
-// finalizer was just removed) has no status to write.
+// patchStatus writes the status if it changed. An object that is gone
+// (its finalizer was just removed) has no status to write.
 func (s *scope) patchStatus(ctx context.Context) error {
-	if apiequality.Semantic.DeepEqual(&s.orig.Status, &s.cfg.Status) {
-		return nil
-	}
-	if err := s.r.Client.Status().Patch(ctx, s.cfg, client.MergeFrom(s.orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	s.orig = s.cfg.DeepCopy()
-	return nil
+	return client.IgnoreNotFound(s.patch.PatchStatus(ctx, s.cfg))
 }

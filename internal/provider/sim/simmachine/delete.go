@@ -46,6 +46,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if err := s.patchStatus(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	_, err := finalizer.Remove(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.orig)
+	_, err := finalizer.Remove(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.patch.Base())
 	return ctrl.Result{}, err
 }

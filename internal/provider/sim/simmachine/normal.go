@@ -35,7 +35,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	// 4. The finalizer, before any VM can exist.
-	if _, err := finalizer.Add(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.orig); err != nil {
+	if _, err := finalizer.Add(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.patch.Base()); err != nil {
 		return ctrl.Result{}, err
 	}
 	// 6. The bootstrap data must exist before the VM can boot with it.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +15,7 @@ import (
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/contract"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // scope is one reconcile's view: the SimMachine as read (orig) and as it
@@ -24,9 +24,8 @@ type scope struct {
 	r   *Reconciler
 	log logr.Logger
 	sm  *infrav1.SimMachine
-	// orig is the last state the API server confirmed; status patches are
-	// computed against it.
-	orig *infrav1.SimMachine
+	// patch writes the changes to sm since the reconcile read it.
+	patch *patch.Helper
 	// owner is the Machine owner reference; nil when there is none.
 	owner *metav1.OwnerReference
 	// machine is the owner Machine; nil when there is no owner or it is
@@ -35,7 +34,8 @@ type scope struct {
 }
 
 func (r *Reconciler) newScope(ctx context.Context, sm *infrav1.SimMachine) (*scope, error) {
-	s := &scope{r: r, sm: sm, orig: sm.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
+	s := &scope{r: r, sm: sm, patch: patch.New(r.Client, sm, patch.WithReader(r.APIReader),
+		patch.WithOwnedConditions(infrav1.ReadyCondition, infrav1.PausedCondition)), log: ctrl.LoggerFrom(ctx)}
 	owner, m, err := contract.OwnerMachine(ctx, r.Client, sm)
 	if err != nil {
 		return nil, err
@@ -101,35 +101,14 @@ func (s *scope) fail(reason, message string) {
 }
 
 // patchMeta applies mutate to the metadata or spec and patches them at
-// once, separately from the status. Finalizers are not its business: a
-// merge patch replaces their list whole (see package finalizer).
+// once, keeping the status to be written at the end.
 func (s *scope) patchMeta(ctx context.Context, mutate func(*infrav1.SimMachine)) error {
-	obj := s.orig.DeepCopy()
-	mutate(obj)
-	if err := s.r.Client.Patch(ctx, obj, client.MergeFrom(s.orig)); err != nil {
-		return err
-	}
-	// Keep the status of both copies: the server returned the old one.
-	obj.ObjectMeta.DeepCopyInto(&s.orig.ObjectMeta)
-	obj.Spec.DeepCopyInto(&s.orig.Spec)
-	obj.ObjectMeta.DeepCopyInto(&s.sm.ObjectMeta)
-	obj.Spec.DeepCopyInto(&s.sm.Spec)
-	return nil
+	mutate(s.sm)
+	return s.patch.PatchObject(ctx, s.sm)
 }
 
-// patchStatus writes the status if it changed. A SimMachine that is gone
+// patchStatus writes the status if it changed. An object that is gone
 // (its finalizer was just removed) has no status to write.
 func (s *scope) patchStatus(ctx context.Context) error {
-	if equalStatus(&s.orig.Status, &s.sm.Status) {
-		return nil
-	}
-	if err := s.r.Client.Status().Patch(ctx, s.sm, client.MergeFrom(s.orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	s.orig = s.sm.DeepCopy()
-	return nil
-}
-
-func equalStatus(a, b *infrav1.SimMachineStatus) bool {
-	return apiequality.Semantic.DeepEqual(a, b)
+	return client.IgnoreNotFound(s.patch.PatchStatus(ctx, s.sm))
 }
