@@ -100,6 +100,17 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 // now (a checkpoint: a later failure must not lose them). obj's status is
 // left as it is; the snapshot's metadata and spec become obj's.
 func (h *Helper) PatchObject(ctx context.Context, obj client.Object) error {
+	return h.patchObject(ctx, obj, false)
+}
+
+// PatchObjectLocked is PatchObject always carrying the snapshot's
+// resourceVersion: for a decision that must not be written over a change
+// it has not seen (a rollback's template, a set's replicas).
+func (h *Helper) PatchObjectLocked(ctx context.Context, obj client.Object) error {
+	return h.patchObject(ctx, obj, true)
+}
+
+func (h *Helper) patchObject(ctx context.Context, obj client.Object, lock bool) error {
 	diff, err := h.diff(obj)
 	if err != nil {
 		return err
@@ -120,6 +131,14 @@ func (h *Helper) PatchObject(ctx context.Context, obj client.Object) error {
 	}
 	if len(diff) == 0 {
 		return nil
+	}
+	if lock {
+		md, _ := diff["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+			diff["metadata"] = md
+		}
+		md["resourceVersion"] = h.base.GetResourceVersion()
 	}
 	out := obj.DeepCopyObject().(client.Object)
 	data, err := json.Marshal(diff)

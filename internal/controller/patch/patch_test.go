@@ -258,3 +258,18 @@ func TestObjectThenStatus(t *testing.T) {
 		t.Fatalf("sent %d patches and %d status patches, want 1 and 1", n, s)
 	}
 }
+
+// PatchObjectLocked refuses a spec change computed from a stale read; an
+// unlocked PatchObject of the same change would go through.
+func TestLockedObjectPatchRefusesAStaleRead(t *testing.T) {
+	m := machine(t)
+	h := patch.New(env.Client, m)
+	they(t, m, func(m *v1alpha1.Machine) { m.Labels = map[string]string{"theirs": "1"} }, false)
+	m.Spec.Class.Name = "ours"
+	if err := h.PatchObjectLocked(t.Context(), m); !apierrors.IsConflict(err) {
+		t.Fatalf("locked patch from a stale read: %v, want a Conflict", err)
+	}
+	if got := read(t, m).Spec.Class.Name; got != "c" {
+		t.Fatalf("class %q: the refused change was written", got)
+	}
+}
