@@ -265,11 +265,11 @@ func TestLockedObjectPatchRefusesAStaleRead(t *testing.T) {
 	m := machine(t)
 	h := patch.New(env.Client, m)
 	they(t, m, func(m *v1alpha1.Machine) { m.Labels = map[string]string{"theirs": "1"} }, false)
-	m.Spec.Class.Name = "ours"
+	m.Spec.ProviderID = "sim://ours"
 	if err := h.PatchObjectLocked(t.Context(), m); !apierrors.IsConflict(err) {
 		t.Fatalf("locked patch from a stale read: %v, want a Conflict", err)
 	}
-	if got := read(t, m).Spec.Class.Name; got != "c" {
-		t.Fatalf("class %q: the refused change was written", got)
+	if got := read(t, m).Spec.ProviderID; got != "" {
+		t.Fatalf("providerID %q: the refused change was written", got)
 	}
 }
