@@ -15,6 +15,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // collect finds the deployment's MachineSets — adopting orphans its
@@ -116,20 +117,24 @@ func olderSet(a, b *v1alpha1.MachineSet) bool {
 	return a.Name < b.Name
 }
 
+// adopt makes the deployment the controller of an orphan set, only on the
+// version read (package patch locks an owner-reference change).
 func (r *Reconciler) adopt(ctx context.Context, s *scope, ms *v1alpha1.MachineSet) error {
-	base := ms.DeepCopy()
+	h := patch.New(r.Client, ms)
 	if err := controllerutil.SetControllerReference(s.md, ms, r.Client.Scheme()); err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := h.PatchObject(ctx, ms); err != nil {
 		return err
 	}
 	s.log.Info("adopted MachineSet", "machineSet", ms.Name)
 	return nil
 }
 
+// release gives up a set the selector no longer matches, only on the
+// version read, as adopt.
 func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.MachineSet) error {
-	base := ms.DeepCopy()
+	h := patch.New(r.Client, ms)
 	refs := ms.OwnerReferences[:0]
 	for _, ref := range ms.OwnerReferences {
 		if ref.UID != s.md.UID {
@@ -137,7 +142,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.Machine
 		}
 	}
 	ms.OwnerReferences = refs
-	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := h.PatchObject(ctx, ms); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	s.log.Info("released MachineSet: the selector no longer matches it", "machineSet", ms.Name)
