@@ -78,8 +78,8 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *scope, userData []byte) (*
 			if created, err = r.create(ctx, m, class, secret); err != nil {
 				return nil, newCallError(driver.MethodCreateMachine, err)
 			}
-			s.event(corev1.EventTypeNormal, "Created", "created VM "+created.ProviderID)
-			s.log.Info("created VM", "providerID", created.ProviderID)
+			s.Event(corev1.EventTypeNormal, "Created", "created VM "+created.ProviderID)
+			s.Log.Info("created VM", "providerID", created.ProviderID)
 		case driverpolicy.InitializeVM:
 			if ce := r.initialize(ctx, m, class, secret); ce != nil {
 				return nil, ce
