@@ -32,6 +32,7 @@ import (
 	"reflect"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,6 +112,9 @@ func (h *Helper) PatchObjectLocked(ctx context.Context, obj client.Object) error
 }
 
 func (h *Helper) patchObject(ctx context.Context, obj client.Object, lock bool) error {
+	if unchanged(h.base, obj, "ObjectMeta", "Spec") {
+		return nil // the common case, without marshalling both objects
+	}
 	diff, err := h.diff(obj)
 	if err != nil {
 		return err
@@ -161,6 +165,9 @@ func (h *Helper) patchObject(ctx context.Context, obj client.Object, lock bool) 
 // PatchStatus writes obj's status changes since the snapshot, then makes
 // the snapshot obj.
 func (h *Helper) PatchStatus(ctx context.Context, obj client.Object) error {
+	if unchanged(h.base, obj, "Status") {
+		return nil
+	}
 	diff, err := h.diff(obj)
 	if err != nil {
 		return err
@@ -249,6 +256,22 @@ func conditions(obj client.Object) ([]any, error) {
 	status, _ := u["status"].(map[string]any)
 	list, _ := status["conditions"].([]any)
 	return slices.Clone(list), nil
+}
+
+// unchanged reports whether the named fields of a and b are semantically
+// equal; false when a kind lacks one of them (the diff then decides).
+func unchanged(a, b client.Object, fields ...string) bool {
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	if va.Type() != vb.Type() || va.Kind() != reflect.Struct {
+		return false
+	}
+	for _, f := range fields {
+		fa, fb := va.FieldByName(f), vb.FieldByName(f)
+		if !fa.IsValid() || !equality.Semantic.DeepEqual(fa.Interface(), fb.Interface()) {
+			return false
+		}
+	}
+	return true
 }
 
 // copyStatus sets to's status to a deep copy of from's; kinds without a
