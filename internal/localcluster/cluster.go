@@ -242,7 +242,7 @@ func (c *Cluster) startComponent(ctx context.Context, name string) error {
 		return fmt.Errorf("localcluster: %w", err)
 	}
 	c.procs[name] = p
-	if err := c.waitHealthy(ctx, comp, p); err != nil {
+	if err := waitHealthy(ctx, comp, p, c.opts.StartTimeout, c.LogPath(name)); err != nil {
 		_ = c.stopLocked(name)
 		return err
 	}
@@ -251,16 +251,16 @@ func (c *Cluster) startComponent(ctx context.Context, name string) error {
 }
 
 // waitHealthy polls comp's probe until it passes, the process exits, ctx
-// ends or Options.StartTimeout passes. Its error names the component and
-// quotes the end of its log, which is where the reason usually is.
-func (c *Cluster) waitHealthy(ctx context.Context, comp *component, p *process) error {
+// ends or timeout passes. Its error names the component and quotes the end
+// of its log, which is where the reason usually is.
+func waitHealthy(ctx context.Context, comp *component, p *process, timeout time.Duration, log string) error {
 	if comp.cleanup != nil {
 		defer comp.cleanup()
 	}
 	var last error
 	var exitErr error
 	exited := false
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, c.opts.StartTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		if exited, exitErr = p.exited(); exited {
 			return false, errExited
 		}
@@ -279,12 +279,11 @@ func (c *Cluster) waitHealthy(ctx context.Context, comp *component, p *process) 
 	case ctx.Err() != nil:
 		why = fmt.Sprintf("start-up interrupted (%v)", ctx.Err())
 	default:
-		why = fmt.Sprintf("not healthy within %s", c.opts.StartTimeout)
+		why = fmt.Sprintf("not healthy within %s", timeout)
 	}
 	if last != nil && !exited {
 		why += fmt.Sprintf("; last check: %v", last)
 	}
-	log := c.LogPath(comp.name)
 	return fmt.Errorf("localcluster: %s %s\n--- last lines of %s ---\n%s", comp.name, why, log, logTail(log, 30))
 }
 

@@ -22,8 +22,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
-
-	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // TestCluster starts one cluster and runs the checks on it in order: the
@@ -273,7 +271,7 @@ func TestCluster(t *testing.T) {
 		}
 		// The scan below must see the running control plane, or its
 		// finding nothing after Stop would prove nothing.
-		if running := testenv.ProcessesUsing(t, dir); len(running) < len(Components()) {
+		if running := processesUsing(t, dir); len(running) < len(Components()) {
 			t.Fatalf("found %d processes using %s, want at least %d: %v", len(running), dir, len(Components()), running)
 		}
 		if err := c.Stop(); err != nil {
@@ -284,7 +282,7 @@ func TestCluster(t *testing.T) {
 				t.Errorf("%s (pid %d) still exists after Stop", name, pid)
 			}
 		}
-		if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
+		if left := processesUsing(t, dir); len(left) > 0 {
 			t.Errorf("processes left after Stop: %v", left)
 		}
 		if len(c.PIDs()) != 0 {
@@ -322,7 +320,7 @@ func TestStartFailureStopsWhatStarted(t *testing.T) {
 			t.Errorf("%s was never started: the failure came too early to test the clean-up", name)
 		}
 	}
-	if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
+	if left := processesUsing(t, dir); len(left) > 0 {
 		t.Errorf("processes left after a failed Start: %v", left)
 	}
 }
@@ -356,7 +354,7 @@ func TestStartInterrupted(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("temporary Dir %s not removed: %v", dir, err)
 	}
-	if left := testenv.ProcessesUsing(t, dir); len(left) > 0 {
+	if left := processesUsing(t, dir); len(left) > 0 {
 		t.Errorf("processes left after an interrupted Start: %v", left)
 	}
 }
@@ -448,4 +446,15 @@ func logSays(t *testing.T, path, want string) bool {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	return err == nil && bytes.Contains(data, []byte(want))
+}
+
+// processesUsing is ProcessesUsing, failing the test if /proc cannot be
+// read.
+func processesUsing(t *testing.T, dir string) []string {
+	t.Helper()
+	found, err := ProcessesUsing(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/millwright-dev/millwright/internal/kwok"
 )
@@ -37,12 +38,18 @@ func (c *Cluster) kwok() (*component, error) {
 	if err := writeKubeconfig(kubeconfig, c.apiURL, c.pki, Kwok); err != nil {
 		return nil, err
 	}
-	config := kwok.Config(podCIDR)
+	return kwokComponent(dir, kubeconfig, podCIDR, c.client, c.opts.Logf)
+}
+
+// kwokComponent is kwok reaching the API server through kubeconfig, its
+// configuration (with the pod CIDR podCIDR, if not empty) written in dir,
+// and the probe that tells it works.
+func kwokComponent(dir, kubeconfig, podCIDR string, client kubernetes.Interface, logf func(string, ...any)) (*component, error) {
 	configPath := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
+	if err := os.WriteFile(configPath, []byte(kwok.Config(podCIDR)), 0o600); err != nil {
 		return nil, err
 	}
-	probe := &kwokProbe{c: c}
+	probe := &kwokProbe{client: client, logf: logf}
 	return &component{
 		name: Kwok,
 		args: []string{
@@ -58,17 +65,42 @@ func (c *Cluster) kwok() (*component, error) {
 	}, nil
 }
 
+// StartKwok runs kwok (the binary at bin) outside a Cluster, against the
+// API server kubeconfig reaches — an envtest control plane, for tests —
+// managing the Nodes annotated KwokNodeAnnotation=KwokNodeAnnotationValue.
+// dir (which must exist) receives its configuration and log (kwok.log);
+// client is used for the probe. It returns once kwok has made a probe Node
+// Ready (bounded by timeout and ctx), so a caller's first Node is not raced
+// against kwok's start; on failure nothing is left running.
+func StartKwok(ctx context.Context, bin, dir, kubeconfig string, client kubernetes.Interface, timeout time.Duration) (*Process, error) {
+	comp, err := kwokComponent(dir, kubeconfig, "", client, func(string, ...any) {})
+	if err != nil {
+		return nil, err
+	}
+	log := filepath.Join(dir, Kwok+".log")
+	p, err := startProcess(Kwok, bin, comp.args, comp.env, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHealthy(ctx, comp, p, timeout, log); err != nil {
+		_ = p.stop(10 * time.Second)
+		return nil, err
+	}
+	return &Process{p: p}, nil
+}
+
 // kwokProbe tells kwok is working the only way that shows its Stages
 // loaded and it can write: a fresh Node it must make Ready. kwok serves no
 // health endpoint unless given a server address, and then only says that
 // it is alive.
 type kwokProbe struct {
-	c    *Cluster
-	node string // the probe Node, once created
+	client kubernetes.Interface
+	logf   func(string, ...any)
+	node   string // the probe Node, once created
 }
 
 func (p *kwokProbe) check(ctx context.Context) error {
-	nodes := p.c.client.CoreV1().Nodes()
+	nodes := p.client.CoreV1().Nodes()
 	if p.node == "" {
 		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{
@@ -102,9 +134,9 @@ func (p *kwokProbe) cleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := p.c.client.CoreV1().Nodes().Delete(ctx, p.node, metav1.DeleteOptions{})
+	err := p.client.CoreV1().Nodes().Delete(ctx, p.node, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		p.c.opts.Logf("localcluster: deleting kwok probe Node %s: %v", p.node, err)
+		p.logf("localcluster: deleting kwok probe Node %s: %v", p.node, err)
 	}
 	p.node = ""
 }

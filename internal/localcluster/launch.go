@@ -1,10 +1,14 @@
 package localcluster
 
-import "time"
+import (
+	"syscall"
+	"time"
+)
 
 // Process is a program started by StartProcess: the same launcher the
 // cluster's components use, for helpers outside this package that run
-// daemons of their own (such as internal/libvirtd).
+// processes of their own (internal/libvirtd's daemons, internal/testenv's
+// programs under test).
 type Process struct{ p *process }
 
 // StartProcess starts the binary at path in a process group of its own,
@@ -22,6 +26,23 @@ func (p *Process) Pid() int { return p.p.pid() }
 
 // Exited reports whether the process has exited, and how.
 func (p *Process) Exited() (bool, error) { return p.p.exited() }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.p.done }
+
+// ExitCode is the process's exit code once Done is closed (-1 for a death
+// by signal, or while it runs).
+func (p *Process) ExitCode() int {
+	select {
+	case <-p.p.done:
+		return p.p.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// Signal sends sig to the process alone, not to its group.
+func (p *Process) Signal(sig syscall.Signal) error { return p.p.cmd.Process.Signal(sig) }
 
 // Stop sends SIGTERM to the process group, SIGKILL after grace, and
 // returns once the process has been reaped.

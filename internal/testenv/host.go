@@ -1,16 +1,15 @@
 package testenv
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/millwright-dev/millwright/internal/localcluster"
 )
 
 // FreeAddr returns a loopback address whose port was free a moment ago.
@@ -24,31 +23,13 @@ func FreeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// ProcessesUsing lists the processes whose command line mentions dir, as
-// every process a local cluster starts does (its flags name files there).
-// This test binary and its re-executions are left out: a test that runs
-// itself as the command under test would otherwise find itself.
+// ProcessesUsing is localcluster.ProcessesUsing, failing the test if it
+// cannot look.
 func ProcessesUsing(t testing.TB, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	found, err := localcluster.ProcessesUsing(dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// A zombie's cmdline is empty.
-		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-		if strings.Contains(string(cmdline), dir) && args[0] != os.Args[0] {
-			found = append(found, fmt.Sprintf("%d: %s", pid, strings.Join(args, " ")))
-		}
 	}
 	return found
 }

@@ -2,30 +2,30 @@ package testenv
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/millwright-dev/millwright/internal/localcluster"
+	"github.com/millwright-dev/millwright/internal/logtail"
 )
 
 // Process is a program started for a test — a control-plane component or
-// one of Millwright's binaries — in its own process group, its output in a
-// log file.
+// one of Millwright's binaries — by internal/localcluster's launcher: its
+// own process group, killed if the test binary dies, its output in a log
+// file.
 type Process struct {
 	// Name names the process in messages.
 	Name string
 	// Log is the path of the file receiving the process's stdout and stderr.
 	Log string
 
-	cmd      *exec.Cmd
-	done     chan struct{}
-	err      error // the exit status; set before done closes
+	p        *localcluster.Process
 	stopOnce sync.Once
 }
 
@@ -35,28 +35,12 @@ func startProcess(path, log string, args []string, env ...string) (*Process, err
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s not found: run `make tools` first", path)
 	}
-	out, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	name := filepath.Base(path)
+	p, err := localcluster.StartProcess(name, path, args, env, log)
 	if err != nil {
 		return nil, err
 	}
-	// Not exec.CommandContext: the process lives until Stop, not until
-	// whichever context happened to start it ends.
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Env = append(os.Environ(), env...)
-	// Its own process group, so killing it takes its children too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		_ = out.Close()
-		return nil, fmt.Errorf("starting %s: %w", filepath.Base(path), err)
-	}
-	p := &Process{Name: filepath.Base(path), Log: log, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		_ = out.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return &Process{Name: name, Log: log, p: p}, nil
 }
 
 // StartProcess starts bin with args for the test t. When the test ends the
@@ -71,7 +55,7 @@ func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 	p.Name = name
 	t.Cleanup(func() {
 		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
-		<-p.done
+		<-p.p.Done()
 		if t.Failed() {
 			t.Logf("--- %s log (last 40 lines) ---\n%s", name, p.LogTail(40))
 		}
@@ -80,17 +64,10 @@ func StartProcess(t testing.TB, name, bin string, args ...string) *Process {
 }
 
 // Pid is the process's ID, also its process group's.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.p.Pid() }
 
 // Exited reports whether the process has exited, and how.
-func (p *Process) Exited() (bool, error) {
-	select {
-	case <-p.done:
-		return true, p.err
-	default:
-		return false, nil
-	}
-}
+func (p *Process) Exited() (bool, error) { return p.p.Exited() }
 
 // HasExited reports whether the process has exited.
 func (p *Process) HasExited() bool {
@@ -101,21 +78,21 @@ func (p *Process) HasExited() bool {
 // Signal sends sig to the process, failing the test if it cannot.
 func (p *Process) Signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.p.Signal(sig); err != nil {
 		t.Fatalf("signalling %s: %v", p.Name, err)
 	}
 }
 
 // Kill kills the process at once (SIGKILL), as a crash would.
-func (p *Process) Kill() error { return p.cmd.Process.Kill() }
+func (p *Process) Kill() error { return p.p.Signal(syscall.SIGKILL) }
 
 // WaitExit waits up to bound for the process to exit and returns its exit
 // code (-1 for a death by signal), failing the test if it does not exit.
 func (p *Process) WaitExit(t testing.TB, bound time.Duration) int {
 	t.Helper()
 	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
+	case <-p.p.Done():
+		return p.p.ExitCode()
 	case <-time.After(bound):
 		t.Fatalf("%s did not exit within %s", p.Name, bound)
 		return 0
@@ -126,30 +103,12 @@ func (p *Process) WaitExit(t testing.TB, bound time.Duration) int {
 // after ten seconds. It returns once the process is gone; calling it again
 // does nothing.
 func (p *Process) Stop() error {
-	p.stopOnce.Do(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
+	p.stopOnce.Do(func() { _ = p.p.Stop(10 * time.Second) })
 	return nil
 }
 
 // LogTail returns the last n lines of the process's log, for error messages.
-func (p *Process) LogTail(n int) string {
-	data, err := os.ReadFile(p.Log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
-}
+func (p *Process) LogTail(n int) string { return logtail.Tail(p.Log, n) }
 
 // Grep returns the log lines containing s, case-insensitively.
 func (p *Process) Grep(s string) []string {

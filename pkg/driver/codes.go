@@ -12,7 +12,7 @@ import (
 
 // Code is a machine error code: the gRPC status codes 0–16 plus
 // Uninitialized (17). Drivers return them; Millwright decides from them
-// whether and how to retry (see Classify).
+// whether and how to retry (the manager's policy, docs/driver-errors.md).
 type Code uint32
 
 // The machine error codes.

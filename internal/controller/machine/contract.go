@@ -17,6 +17,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/contract"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // ReasonWaitingForInfra: the InfraMachine is not provisioned yet.
@@ -104,10 +105,13 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope, obj *unstructured.Unst
 				obj.GetKind(), obj.GetName(), ref.Kind, ref.Name)}
 		}
 	}
-	before := obj.DeepCopy()
+	// Only on the version read (package patch locks an owner-reference
+	// change): a merge patch replaces the list whole, and must not drop an
+	// owner reference written since.
+	h := patch.New(r.Client, obj)
 	kept = append(kept, *metav1.NewControllerRef(s.machine, v1alpha1.GroupVersion.WithKind("Machine")))
 	obj.SetOwnerReferences(kept)
-	if err := r.Client.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+	if err := h.PatchObject(ctx, obj); err != nil {
 		return fmt.Errorf("taking ownership of %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	s.event("Normal", "Adopted", fmt.Sprintf("controls %s %s", obj.GetKind(), obj.GetName()))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classsecret"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -56,20 +57,20 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 		status, err = d.drv.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
 		return err
 	})
-	switch outcome := driver.ClassifyError(driver.MethodGetMachineStatus, err); outcome.Action {
-	case driver.Continue:
+	switch outcome := driverpolicy.ClassifyError(driver.MethodGetMachineStatus, err); outcome.Action {
+	case driverpolicy.Continue:
 		s.vmProgress = status.Progress
 		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, s.machine.Status.LastKnownState)
 		return d.provisioned(s), nil
-	case driver.CreateVM:
+	case driverpolicy.CreateVM:
 		if vmLost(s, err) {
 			return reconcile.Result{}, nil
 		}
 		return d.create(ctx, s, secret)
-	case driver.InitializeVM:
+	case driverpolicy.InitializeVM:
 		return d.initialize(ctx, s, secret)
 	default:
-		if outcome.Action == driver.CollectOrphans && d.r.OnOrphansSuspected != nil {
+		if outcome.Action == driverpolicy.CollectOrphans && d.r.OnOrphansSuspected != nil {
 			d.r.OnOrphansSuspected(types.NamespacedName{Namespace: d.class.Namespace, Name: d.class.Name})
 		}
 		return d.r.failed(s, v1alpha1.OperationCreate, driver.MethodGetMachineStatus, err), nil
@@ -164,13 +165,13 @@ func (d *driverInfra) initialize(ctx context.Context, s *scope, secret *corev1.S
 		resp, err = d.drv.InitializeMachine(ctx, &driver.InitializeMachineRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
 		return err
 	})
-	switch driver.ClassifyError(driver.MethodInitializeMachine, err).Action {
-	case driver.Continue:
+	switch driverpolicy.ClassifyError(driver.MethodInitializeMachine, err).Action {
+	case driverpolicy.Continue:
 		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, nil, s.machine.Status.LastKnownState); err != nil {
 			return reconcile.Result{}, err
 		}
 		s.operation(v1alpha1.OperationInitialize, v1alpha1.OperationSucceeded, "", "initialized VM "+s.machine.Spec.ProviderID)
-	case driver.SkipStep:
+	case driverpolicy.SkipStep:
 		// Nothing to initialize (Unimplemented) or nothing found to do it on.
 	default:
 		return d.r.failed(s, v1alpha1.OperationInitialize, driver.MethodInitializeMachine, err), nil
@@ -233,7 +234,7 @@ func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Res
 		resp, err = d.drv.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: s.machine, MachineClass: d.class, Secret: secret})
 		return err
 	})
-	if driver.ClassifyError(driver.MethodDeleteMachine, err).Action == driver.Continue {
+	if driverpolicy.ClassifyError(driver.MethodDeleteMachine, err).Action == driverpolicy.Continue {
 		if resp != nil {
 			s.machine.Status.LastKnownState = resp.LastKnownState
 		}

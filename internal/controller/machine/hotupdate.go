@@ -11,6 +11,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classsecret"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -46,7 +47,7 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 		})
 		return err
 	})
-	if driver.ClassifyError(driver.MethodUpdateMachine, err).Action != driver.Continue {
+	if driverpolicy.ClassifyError(driver.MethodUpdateMachine, err).Action != driverpolicy.Continue {
 		// A skipped update (Unimplemented, NotFound) is not an applied one:
 		// the annotation keeps the spec the VM really has, and the change
 		// is offered again after the backoff, so a driver that implements

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -191,11 +192,12 @@ func (r *Reconciler) now() time.Time {
 
 func (r *Reconciler) newScope(ctx context.Context, m *v1alpha1.Machine) *scope {
 	return &scope{
-		r:        r,
-		machine:  m,
-		original: m.DeepCopy(),
-		life:     r.Config.lifecycleOf(m),
-		now:      r.now(),
-		log:      log.FromContext(ctx),
+		r:       r,
+		machine: m,
+		writer:  patch.New(r.Client, m, patch.WithStatusLock()),
+		phase:   m.Status.Phase,
+		life:    r.Config.lifecycleOf(m),
+		now:     r.now(),
+		log:     log.FromContext(ctx),
 	}
 }

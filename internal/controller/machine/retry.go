@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -22,7 +23,7 @@ var methodOf = map[v1alpha1.MachineOperationType]driver.Method{
 // package's retry table, when to try again — or that the Machine failed for good.
 func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method driver.Method, err error) reconcile.Result {
 	code := driver.CodeOf(err)
-	outcome := driver.Classify(method, code)
+	outcome := driverpolicy.Classify(method, code)
 	message := fmt.Sprintf("%s failed with %s: %s", method, code, driver.MessageOf(err))
 	if outcome.Recovery != "" {
 		message += " (" + outcome.Recovery + ")"
@@ -37,10 +38,10 @@ func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method d
 		s.setCondition(v1alpha1.InfrastructureReadyCondition, "False", reason, message)
 	}
 	switch {
-	case outcome.Action == driver.Terminal && (op == v1alpha1.OperationCreate || op == v1alpha1.OperationInitialize):
+	case outcome.Action == driverpolicy.Terminal && (op == v1alpha1.OperationCreate || op == v1alpha1.OperationInitialize):
 		s.fail(FailureCreateError, message)
 		return reconcile.Result{}
-	case outcome.Action == driver.Terminal && op == v1alpha1.OperationUpdate:
+	case outcome.Action == driverpolicy.Terminal && op == v1alpha1.OperationUpdate:
 		return reconcile.Result{} // retried when the class changes again
 	}
 	n := s.machine.Status.LastOperation.FailureCount
@@ -49,8 +50,8 @@ func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method d
 	return reconcile.Result{RequeueAfter: wait}
 }
 
-func (r *Reconciler) retryAfter(failures int32, action driver.Action) time.Duration {
-	if action == driver.RetryLong || action == driver.Terminal {
+func (r *Reconciler) retryAfter(failures int32, action driverpolicy.Action) time.Duration {
+	if action == driverpolicy.RetryLong || action == driverpolicy.Terminal {
 		return backoff(failures, r.Config.LongBackoffBase, r.Config.LongBackoffCap)
 	}
 	return backoff(failures, r.Config.BackoffBase, r.Config.BackoffCap)
@@ -78,7 +79,7 @@ func (r *Reconciler) statusRetryWait(s *scope) time.Duration {
 	if err != nil {
 		return 0
 	}
-	full := r.retryAfter(op.FailureCount, driver.Classify(method, code).Action)
+	full := r.retryAfter(op.FailureCount, driverpolicy.Classify(method, code).Action)
 	floor := full - full/5 // the shortest wait backoff's jitter can produce
 	wait := op.LastUpdateTime.Add(floor).Sub(s.now)
 	if wait < 0 {

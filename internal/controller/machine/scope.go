@@ -7,24 +7,33 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // scope is everything one reconcile of one Machine knows and changes. Steps
 // change s.machine; the reconciler patches status once at the end.
 type scope struct {
-	r        *Reconciler
-	machine  *v1alpha1.Machine
-	original *v1alpha1.Machine
-	life     lifecycle
-	now      time.Time
-	log      logr.Logger
+	r       *Reconciler
+	machine *v1alpha1.Machine
+	// writer writes s.machine's changes since it was read (or last
+	// written). The status only on the version read (WithStatusLock): the
+	// cache may be older than this controller's own last write (a
+	// reconcile woken by the Node patch of the one before it), and a
+	// status computed from that would undo the newer one — a Running
+	// Machine put back to Provisioned. The conflict makes the reconcile
+	// start over from fresh state.
+	writer *patch.Helper
+	// phase is the phase as read, or as last written: recordPhaseChange
+	// reports the change from it.
+	phase v1alpha1.MachinePhase
+	life  lifecycle
+	now   time.Time
+	log   logr.Logger
 
 	// node is the Machine's Node in the target cluster, once found.
 	node *corev1.Node
@@ -54,53 +63,31 @@ type succeededOps struct {
 
 // patchObject writes metadata and spec changes (providerID, owner,
 // annotations) at once, so they are never lost when a later step fails.
+// An owner-reference change is written only on the version read (see
+// package patch).
 func (s *scope) patchObject(ctx context.Context) error {
-	if equality.Semantic.DeepEqual(s.original.ObjectMeta, s.machine.ObjectMeta) &&
-		equality.Semantic.DeepEqual(s.original.Spec, s.machine.Spec) {
-		return nil
-	}
-	status := s.machine.Status
-	base := s.original.DeepCopy()
-	if err := s.r.Client.Patch(ctx, s.machine, client.MergeFrom(base)); err != nil {
-		return err
-	}
-	// Patch refreshed the object from the server; keep our status changes.
-	s.machine.Status = status
-	s.original.ObjectMeta = *s.machine.ObjectMeta.DeepCopy()
-	s.original.Spec = *s.machine.Spec.DeepCopy()
-	return nil
+	return s.writer.PatchObject(ctx, s.machine)
 }
 
 // setFinalizer adds (or, with remove, removes) the Machine's finalizer
 // through package finalizer: only if the Machine did not change since this
 // reconcile read it, so a finalizer another controller added meanwhile is
-// never dropped; a Conflict redoes the reconcile. Both copies take the
-// written list, so patchObject never carries finalizers (a merge patch
-// replaces the list whole).
+// never dropped; a Conflict redoes the reconcile. The writer's snapshot
+// takes the written list too, so the finalizer is not sent again.
 func (s *scope) setFinalizer(ctx context.Context, remove bool) (bool, error) {
 	if remove {
-		return finalizer.Remove(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.original)
+		return finalizer.Remove(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
 	}
-	return finalizer.Add(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.original)
+	return finalizer.Add(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
 }
 
 // patch writes all changes: metadata/spec, then status.
 func (s *scope) patch(ctx context.Context) error {
-	if err := s.patchObject(ctx); err != nil {
-		return err
-	}
-	if equality.Semantic.DeepEqual(s.original.Status, s.machine.Status) {
-		return nil
-	}
-	// Only on the version this reconcile read: the cache may be older than
-	// this controller's own last write (a reconcile woken by the Node patch
-	// of the one before it), and a status computed from that would undo
-	// the newer one — a Running Machine put back to Provisioned. The
-	// conflict makes the reconcile start over from fresh state.
-	return s.r.Client.Status().Patch(ctx, s.machine, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
+	return s.writer.Patch(ctx, s.machine)
 }
 
-// checkpoint writes everything now, in the middle of a reconcile.
+// checkpoint writes everything now, in the middle of a reconcile; the
+// writer's snapshot is then what was written.
 func (s *scope) checkpoint(ctx context.Context) error {
 	s.machine.Status.Phase = ComputePhase(s.machine)
 	if err := s.patch(ctx); err != nil {
@@ -108,7 +95,6 @@ func (s *scope) checkpoint(ctx context.Context) error {
 	}
 	s.recordPhaseChange()
 	s.emitSucceeded()
-	s.original.Status = *s.machine.Status.DeepCopy()
 	return nil
 }
 
@@ -199,10 +185,11 @@ func (s *scope) event(eventType, reason, message string) {
 // (CreateSucceeded, HealthCheckSucceeded, ...): a second one per phase
 // would double the Machine's writes to the API server for nothing.
 func (s *scope) recordPhaseChange() {
-	from, to := s.original.Status.Phase, s.machine.Status.Phase
+	from, to := s.phase, s.machine.Status.Phase
 	if from == to {
 		return
 	}
+	s.phase = to
 	s.log.Info("phase changed", "from", from, "to", to)
 	if to == v1alpha1.PhaseFailed || to == v1alpha1.PhaseUnknown || to == v1alpha1.PhaseCrashLoopBackOff {
 		s.event(corev1.EventTypeWarning, "Phase"+string(to), "machine phase changed from "+phaseName(from)+" to "+string(to))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // Condition reasons and the Event reason set by the controller.
@@ -70,7 +71,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	original := class.DeepCopy()
+	// The status only on the version read: a count from a stale cache
+	// must not overwrite a newer one.
+	h := patch.New(r.Client, class, patch.WithStatusLock())
+	original := h.Base().(*v1alpha1.MachineClass)
 	u, err := r.users(ctx, class)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -100,10 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		!equality.Semantic.DeepEqual(meta.FindStatusCondition(original.Status.Conditions, v1alpha1.InUseCondition), inUse) {
 		r.event(class, inUse.Message) // once per change of the count, not per reconcile
 	}
-	if equality.Semantic.DeepEqual(original.Status, class.Status) {
-		return reconcile.Result{}, nil
-	}
-	err = r.Client.Status().Patch(ctx, class, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}))
+	err = h.PatchStatus(ctx, class)
 	if apierrors.IsConflict(err) {
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}

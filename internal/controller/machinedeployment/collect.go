@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // collect finds the deployment's MachineSets — adopting orphans its
@@ -76,7 +78,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 	for _, ms := range s.sets {
 		machines := &v1alpha1.MachineList{}
 		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
-			client.MatchingFields{machineSetOwnerIndex: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
+			ownerindex.ControlledBy(ms.UID), client.UnsafeDisableDeepCopy); err != nil {
 			return reconcile.Result{}, err
 		}
 		for i := range machines.Items {
@@ -94,10 +96,9 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 // to the cache's object would corrupt the cache for every reader.
 func (r *Reconciler) candidateSets(ctx context.Context, s *scope) ([]*v1alpha1.MachineSet, error) {
 	var out []*v1alpha1.MachineSet
-	for _, key := range []string{string(s.md.UID), orphanKey} {
+	for _, by := range []client.MatchingFields{ownerindex.ControlledBy(s.md.UID), ownerindex.Orphans()} {
 		list := &v1alpha1.MachineSetList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace),
-			client.MatchingFields{setOwnerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(s.md.Namespace), by, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range list.Items {
@@ -116,20 +117,24 @@ func olderSet(a, b *v1alpha1.MachineSet) bool {
 	return a.Name < b.Name
 }
 
+// adopt makes the deployment the controller of an orphan set, only on the
+// version read (package patch locks an owner-reference change).
 func (r *Reconciler) adopt(ctx context.Context, s *scope, ms *v1alpha1.MachineSet) error {
-	base := ms.DeepCopy()
+	h := patch.New(r.Client, ms)
 	if err := controllerutil.SetControllerReference(s.md, ms, r.Client.Scheme()); err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := h.PatchObject(ctx, ms); err != nil {
 		return err
 	}
 	s.log.Info("adopted MachineSet", "machineSet", ms.Name)
 	return nil
 }
 
+// release gives up a set the selector no longer matches, only on the
+// version read, as adopt.
 func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.MachineSet) error {
-	base := ms.DeepCopy()
+	h := patch.New(r.Client, ms)
 	refs := ms.OwnerReferences[:0]
 	for _, ref := range ms.OwnerReferences {
 		if ref.UID != s.md.UID {
@@ -137,7 +142,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.Machine
 		}
 	}
 	ms.OwnerReferences = refs
-	if err := r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := h.PatchObject(ctx, ms); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	s.log.Info("released MachineSet: the selector no longer matches it", "machineSet", ms.Name)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
@@ -56,10 +57,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	res = requeue.Soonest(res, r.updateStatus(s))
-	if perr := s.patchDeployment(ctx); perr != nil {
+	if perr := s.patch.PatchObject(ctx, s.md); perr != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(perr)
 	}
-	if perr := s.patchStatus(ctx); perr != nil {
+	if perr := s.patch.PatchStatus(ctx, s.md); perr != nil {
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil
 		}
@@ -111,7 +112,7 @@ func (r *Reconciler) newScope(ctx context.Context, key string, md *v1alpha1.Mach
 	return &scope{
 		r:              r,
 		md:             md,
-		original:       md.DeepCopy(),
+		patch:          patch.New(r.Client, md, patch.WithStatusLock()),
 		key:            key,
 		now:            r.now(),
 		log:            log.FromContext(ctx),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -56,7 +55,7 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope) (reconcile.Result, 
 		md.Spec.Template.Metadata.Labels = templateLabelsOf(base, target)
 	}
 	// The optimistic lock keeps a template someone wrote meanwhile.
-	if err := s.patchDeployment(ctx, client.MergeFromWithOptimisticLock{}); err != nil {
+	if err := s.patch.PatchObjectLocked(ctx, md); err != nil {
 		*md = *base
 		return reconcile.Result{}, err
 	}

@@ -10,21 +10,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // scope is everything one reconcile of one MachineDeployment knows and
 // changes. Steps change s.md and the sets; the reconciler writes the
 // deployment's status once, at the end.
 type scope struct {
-	r        *Reconciler
-	md       *v1alpha1.MachineDeployment
-	original *v1alpha1.MachineDeployment
-	key      string
-	now      time.Time
-	log      logr.Logger
+	r  *Reconciler
+	md *v1alpha1.MachineDeployment
+	// patch writes the deployment's changes since it was read; its status
+	// only on the version read (WithStatusLock): the cache can be behind
+	// this controller's own last status write, and counts and conditions
+	// computed from it would undo the newer ones.
+	patch *patch.Helper
+	key   string
+	now   time.Time
+	log   logr.Logger
 
 	selector           labels.Selector
 	surge, unavailable int32
@@ -87,48 +91,27 @@ func (s *scope) set(name string) *v1alpha1.MachineSet {
 // over a change it has not seen (optimistic lock): a decision made on a
 // stale set must be made again.
 func (s *scope) patchSet(ctx context.Context, ms *v1alpha1.MachineSet, mutate func(*v1alpha1.MachineSet)) (bool, error) {
-	base := ms.DeepCopy()
+	h := patch.New(s.r.Client, ms)
+	base := h.Base().(*v1alpha1.MachineSet)
 	mutate(ms)
 	if equality.Semantic.DeepEqual(base.ObjectMeta, ms.ObjectMeta) && equality.Semantic.DeepEqual(base.Spec, ms.Spec) {
 		return false, nil
 	}
-	if err := s.r.Client.Patch(ctx, ms, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		*ms = *base
+	generation := base.Generation
+	if err := h.PatchObjectLocked(ctx, ms); err != nil {
+		*ms = *base.DeepCopy()
 		return false, err
 	}
-	if ms.Generation != base.Generation {
+	if ms.Generation != generation {
 		s.r.expectations.expectGeneration(s.key, ms.UID, ms.Generation)
 	}
 	return true, nil
 }
 
-// patchDeployment writes metadata and spec changes of the deployment now,
-// keeping the status computed so far.
-func (s *scope) patchDeployment(ctx context.Context, opts ...client.MergeFromOption) error {
-	if equality.Semantic.DeepEqual(s.original.ObjectMeta, s.md.ObjectMeta) &&
-		equality.Semantic.DeepEqual(s.original.Spec, s.md.Spec) {
-		return nil
-	}
-	status := s.md.Status
-	base := s.original.DeepCopy()
-	base.Status = s.md.Status
-	if err := s.r.Client.Patch(ctx, s.md, client.MergeFromWithOptions(base, opts...)); err != nil {
-		return err
-	}
-	s.md.Status = status
-	s.original.ObjectMeta = *s.md.ObjectMeta.DeepCopy()
-	s.original.Spec = *s.md.Spec.DeepCopy()
-	return nil
-}
-
-// patchStatus writes the status computed by this reconcile.
-func (s *scope) patchStatus(ctx context.Context) error {
-	if equality.Semantic.DeepEqual(s.original.Status, s.md.Status) {
-		return nil
-	}
-	base := s.original.DeepCopy()
-	base.ResourceVersion = ""
-	return s.r.Client.Status().Patch(ctx, s.md, client.MergeFrom(base))
+// readStatus is the deployment's status as this reconcile read it (or last
+// wrote it).
+func (s *scope) readStatus() *v1alpha1.MachineDeploymentStatus {
+	return &s.patch.Base().(*v1alpha1.MachineDeployment).Status
 }
 
 // setCondition sets a condition; its transition time moves only when its

@@ -16,44 +16,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 // Field indexes this controller adds to the manager's cache.
 const (
-	// machineSetOwnerIndex indexes Machines by their controller MachineSet's name.
-	machineSetOwnerIndex = "machinedeployment.controller.machineset"
 	// deploymentClassIndex indexes MachineDeployments by their template's MachineClass.
 	deploymentClassIndex = "machinedeployment.spec.template.spec.class.name"
 	// setClassIndex indexes MachineSets by their template's MachineClass.
 	setClassIndex = "machinedeployment.machineset.spec.template.spec.class.name"
-	// setOwnerIndex indexes MachineSets by their controller's UID, those
-	// without one under orphanKey: a reconcile lists its own sets and the
-	// orphans it may adopt, not every set of the namespace.
-	setOwnerIndex = "machinedeployment.machineset.controller.uid"
-	// orphanKey is the setOwnerIndex value of sets without a controller.
-	// No UID looks like it; collect checks the owner anyway.
-	orphanKey = "<no-controller>"
 )
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
+	// Machines by controller to count a set's Machines; MachineSets by
+	// controller to list the deployment's own sets and the orphans it may
+	// adopt, not every set of the namespace.
+	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}, &v1alpha1.MachineSet{}); err != nil {
+		return err
+	}
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, machineSetOwnerIndex, func(o client.Object) []string {
-		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MachineSet" && ref.APIVersion == v1alpha1.GroupVersion.String() {
-			return []string{ref.Name}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &v1alpha1.MachineSet{}, setOwnerIndex, func(o client.Object) []string {
-		if ref := metav1.GetControllerOf(o); ref != nil {
-			return []string{string(ref.UID)}
-		}
-		return []string{orphanKey}
-	}); err != nil {
-		return err
-	}
 	if err := idx.IndexField(ctx, &v1alpha1.MachineDeployment{}, deploymentClassIndex, func(o client.Object) []string {
 		return className(&o.(*v1alpha1.MachineDeployment).Spec.Template)
 	}); err != nil {

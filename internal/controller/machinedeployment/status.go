@@ -52,7 +52,7 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 
 	in := progressInput{
 		Paused: s.md.Spec.Paused, Generation: s.md.Generation, Replicas: s.md.Spec.Replicas,
-		Old: s.original.Status, CreatedNewSet: s.createdNewSet, Now: s.now,
+		Old: *s.readStatus(), CreatedNewSet: s.createdNewSet, Now: s.now,
 	}
 	if d := s.md.Spec.ProgressDeadlineSeconds; d != nil {
 		deadline := time.Duration(*d) * time.Second
@@ -62,7 +62,7 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 		in.NewSet = s.newSet.Name
 	}
 	requeue := updateProgressing(st, in)
-	was := meta.FindStatusCondition(s.original.Status.Conditions, v1alpha1.ProgressingCondition)
+	was := meta.FindStatusCondition(s.readStatus().Conditions, v1alpha1.ProgressingCondition)
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ProgressingCondition); c != nil && c.Reason == reasonDeadlineExceeded &&
 		(was == nil || was.Reason != reasonDeadlineExceeded) {
 		s.event(corev1.EventTypeWarning, reasonDeadlineExceeded, c.Message)

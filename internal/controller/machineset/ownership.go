@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // ownerRef makes ms the controller of a Machine; BlockOwnerDeletion lets a
@@ -21,11 +22,13 @@ func ownerRef(ms *v1alpha1.MachineSet) metav1.OwnerReference {
 	}
 }
 
-// adopt makes ms the controller of an orphan Machine matching its selector.
+// adopt makes ms the controller of an orphan Machine matching its selector,
+// only if the Machine did not change since it was read (the patch helper
+// locks an owner-reference change): two sets must not both adopt it.
 func (r *Reconciler) adopt(ctx context.Context, s *scope, m *v1alpha1.Machine) error {
-	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	h := patch.New(r.Client, m)
 	m.OwnerReferences = append(m.OwnerReferences, ownerRef(s.ms))
-	if err := r.Client.Patch(ctx, m, patch); err != nil {
+	if err := h.PatchObject(ctx, m); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	s.log.Info("adopted machine", "machine", m.Name)
@@ -35,7 +38,7 @@ func (r *Reconciler) adopt(ctx context.Context, s *scope, m *v1alpha1.Machine) e
 
 // release gives up an owned Machine that no longer matches the selector.
 func (r *Reconciler) release(ctx context.Context, s *scope, m *v1alpha1.Machine) error {
-	patch := client.MergeFromWithOptions(m.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	h := patch.New(r.Client, m)
 	var kept []metav1.OwnerReference
 	for _, ref := range m.OwnerReferences {
 		if ref.UID != s.ms.UID {
@@ -43,7 +46,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, m *v1alpha1.Machine)
 		}
 	}
 	m.OwnerReferences = kept
-	if err := r.Client.Patch(ctx, m, patch); err != nil {
+	if err := h.PatchObject(ctx, m); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	s.log.Info("released machine", "machine", m.Name)

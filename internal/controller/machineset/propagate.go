@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // propagate pushes the template changes that need no new VM — Machine
@@ -27,7 +29,9 @@ func (r *Reconciler) propagate(ctx context.Context, s *scope) error {
 			equality.Semantic.DeepEqual(m.Spec, updated.Spec) {
 			continue
 		}
-		if err := r.Client.Patch(ctx, updated, client.MergeFrom(m)); err != nil {
+		// Computed from m, the Machine as read; New copies it, m being the
+		// cache's own object.
+		if err := patch.New(r.Client, m).PatchObject(ctx, updated); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 		s.log.V(1).Info("propagated template to machine", "machine", m.Name)

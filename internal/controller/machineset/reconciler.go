@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/names"
 )
@@ -63,7 +65,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !ms.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // the garbage collector deletes the Machines
 	}
-	s := &scope{r: r, ms: ms, original: ms.DeepCopy(), key: req.String(), log: log.FromContext(ctx), now: time.Now()}
+	// The status is written only on the version read: a reconcile that read
+	// the cache before the previous one's status arrived must not write its
+	// older counts over newer ones (the MachineDeployment scales old sets
+	// down by the available count).
+	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithStatusLock()),
+		key: req.String(), log: log.FromContext(ctx), now: time.Now()}
 	sel, err := ms.Spec.Selector.AsSelector()
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("invalid selector: %w", err)
@@ -86,11 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
-	// Only on the version read: a reconcile that read the cache before the
-	// previous one's status arrived must not write its older counts over
-	// newer ones (the MachineDeployment scales old sets down by the
-	// available count). A conflict means: decide again from fresh state.
-	err = r.Client.Status().Patch(ctx, s.ms, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{}))
+	// A conflict means: decide again from fresh state.
+	err = s.patch.PatchStatus(ctx, s.ms)
 	if apierrors.IsConflict(err) {
 		// Decide again from fresh state after conflictRetry — or, when
 		// scaling failed too, after the error backoff, which
@@ -110,9 +114,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // scope is one reconcile of one MachineSet.
 type scope struct {
-	r        *Reconciler
-	ms       *v1alpha1.MachineSet
-	original *v1alpha1.MachineSet
+	r  *Reconciler
+	ms *v1alpha1.MachineSet
+	// patch writes the MachineSet's status (see Reconcile).
+	patch    *patch.Helper
 	key      string
 	selector labels.Selector
 	log      logr.Logger
@@ -135,10 +140,9 @@ type scope struct {
 // cache's object would corrupt the cache for every reader.
 func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	var candidates []*v1alpha1.Machine
-	for _, key := range []string{string(s.ms.UID), orphanKey} {
+	for _, by := range []client.MatchingFields{ownerindex.ControlledBy(s.ms.UID), ownerindex.Orphans()} {
 		list := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace),
-			client.MatchingFields{machineOwnerIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace), by, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 		for i := range list.Items {

@@ -13,23 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-)
-
-// Keys of the index on Machines by controller: a reconcile lists its own
-// Machines and the orphans it may adopt, not every Machine of the namespace.
-const (
-	// machineOwnerIndex indexes Machines by their controller's UID. By UID,
-	// not name: a set's Machines are those whose controller UID is its own,
-	// and a namesake set deleted earlier must not show its Machines.
-	machineOwnerIndex = "machineset.controller.uid"
-	// orphanKey is the index value of Machines without a controller. No UID
-	// looks like it; collect checks the owner anyway.
-	orphanKey = "<no-controller>"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Machine{}, machineOwnerIndex, controllerUID); err != nil {
+	// Machines by controller: a reconcile lists its own Machines and the
+	// orphans it may adopt, not every Machine of the namespace.
+	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -62,12 +53,4 @@ func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []recon
 		}
 	}
 	return reqs
-}
-
-// controllerUID is the machineOwnerIndex value of a Machine.
-func controllerUID(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	return []string{orphanKey}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // Probe checks that one API server answers.
@@ -174,9 +175,9 @@ func (m *APIServerMonitor) restartHealthTimers(ctx context.Context) (int, error)
 		if mc.Status.UnhealthySince == nil || !mc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		patch := client.MergeFrom(mc.DeepCopy())
+		h := patch.New(m.Client, mc)
 		mc.Status.UnhealthySince = &now
-		if err := m.Client.Status().Patch(ctx, mc, patch); client.IgnoreNotFound(err) != nil {
+		if err := h.PatchStatus(ctx, mc); client.IgnoreNotFound(err) != nil {
 			return n, fmt.Errorf("machine %s/%s: %w", mc.Namespace, mc.Name, err)
 		}
 		n++

@@ -19,6 +19,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classsecret"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -164,16 +165,16 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 	secret, err := classsecret.Read(ctx, c.APIReader, class)
 	if err != nil {
 		lg.Error(err, "cannot list the class's VMs")
-		return c.retry(key, driver.Retry), false
+		return c.retry(key, driverpolicy.Retry), false
 	}
 	var resp *driver.ListMachinesResponse
 	err = c.call(ctx, func(ctx context.Context) (err error) {
 		resp, err = drv.ListMachines(ctx, &driver.ListMachinesRequest{MachineClass: class, Secret: secret})
 		return err
 	})
-	switch outcome := driver.ClassifyError(driver.MethodListMachines, err); outcome.Action {
-	case driver.Continue:
-	case driver.SkipStep:
+	switch outcome := driverpolicy.ClassifyError(driver.MethodListMachines, err); outcome.Action {
+	case driverpolicy.Continue:
+	case driverpolicy.SkipStep:
 		c.unimplemented[class.Spec.Provider] = true
 		lg.Info("the driver does not implement ListMachines: orphan VMs of its classes are not collected", "provider", class.Spec.Provider)
 		return 0, false
@@ -206,7 +207,7 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 // collect deletes one confirmed orphan after re-reading its Machine live:
 // the cache may lag behind a Machine that just recorded this very VM.
 // done is false when the deletion must be retried.
-func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, o orphan) (driver.Action, bool) {
+func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, o orphan) (driverpolicy.Action, bool) {
 	key := class.Namespace + "/" + class.Name
 	live := &v1alpha1.Machine{}
 	err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: o.MachineName}, live)
@@ -215,11 +216,11 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 		live = nil
 	case err != nil:
 		lg.Error(err, "re-reading the Machine of a suspected orphan VM", "machine", o.MachineName)
-		return driver.Retry, false
+		return driverpolicy.Retry, false
 	}
 	if _, still := judgeVM(o.ProviderID, o.MachineName, live); !still {
 		c.seen.forget(key, o.ProviderID)
-		return driver.Continue, true
+		return driverpolicy.Continue, true
 	}
 	// The VM is named by its Machine name and pinned by its providerID, so
 	// the driver deletes this VM and no other.
@@ -231,8 +232,8 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 		_, err := drv.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: target, MachineClass: class, Secret: secret})
 		return err
 	})
-	outcome := driver.ClassifyError(driver.MethodDeleteMachine, err)
-	if outcome.Action != driver.Continue {
+	outcome := driverpolicy.ClassifyError(driver.MethodDeleteMachine, err)
+	if outcome.Action != driverpolicy.Continue {
 		lg.Error(err, "deleting orphan VM failed", "providerID", o.ProviderID, "code", driver.CodeOf(err).String(), "recovery", outcome.Recovery)
 		return outcome.Action, false
 	}
@@ -243,14 +244,14 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 	if c.Recorder != nil {
 		c.Recorder.Eventf(class, nil, corev1.EventTypeNormal, "OrphanVMCollected", "CollectOrphans", "%s", msg)
 	}
-	return driver.Continue, true
+	return driverpolicy.Continue, true
 }
 
 // retry records a failure of class and returns its backoff.
-func (c *OrphanCollector) retry(key string, action driver.Action) time.Duration {
+func (c *OrphanCollector) retry(key string, action driverpolicy.Action) time.Duration {
 	c.failures[key]++
 	base, limit := c.Config.BackoffBase, c.Config.BackoffCap
-	if action == driver.RetryLong || action == driver.Terminal {
+	if action == driverpolicy.RetryLong || action == driverpolicy.Terminal {
 		// A person must fix something, or capacity must free up: slowly.
 		base, limit = base*4, limit*4
 	}

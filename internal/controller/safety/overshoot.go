@@ -14,6 +14,8 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // overshootVerdict is what the overshoot check does to one MachineSet or
@@ -110,7 +112,7 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
 	machines := &v1alpha1.MachineList{}
 	if err := o.client.List(ctx, machines, client.InNamespace(ms.Namespace),
-		client.MatchingFields{machineSetIndex: ms.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		ownerindex.ControlledBy(ms.UID), client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	var n int32
@@ -149,7 +151,7 @@ func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, m
 	if v == (overshootVerdict{}) {
 		return again, nil
 	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	h := patch.New(o.client, obj)
 	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
 	switch {
 	case v.freeze:
@@ -165,7 +167,7 @@ func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, m
 	}
 	obj.SetLabels(labels)
 	obj.SetAnnotations(annotations)
-	if err := o.client.Patch(ctx, obj, patch); err != nil {
+	if err := h.PatchObject(ctx, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	o.report(ctx, obj, kind, v, override, machines, limit)

@@ -14,21 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
-
-// machineSetIndex indexes Machines by their controller MachineSet's name.
-const machineSetIndex = "safety.controller.machineset"
 
 // setup registers the two overshoot controllers: one for MachineSets, one
 // for MachineDeployments. Each checks an object when it changes, when one
 // of its Machines is created or deleted, and every overshooting period.
 func (o *overshoot) setup(ctx context.Context, mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.Machine{}, machineSetIndex, func(m client.Object) []string {
-		if name := controllerSetName(m); name != "" {
-			return []string{name}
-		}
-		return nil
-	}); err != nil {
+	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}); err != nil {
 		return err
 	}
 	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},

@@ -58,6 +58,6 @@ func (r *Reconciler) createDataSecret(ctx context.Context, s *scope, data []byte
 		// reads it and uses its token.
 		return fmt.Errorf("creating the user-data Secret: %w", err)
 	}
-	s.log.Info("created user-data Secret", "secret", sec.Name)
+	s.Log.Info("created user-data Secret", "secret", sec.Name)
 	return nil
 }

@@ -20,14 +20,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if !controllerutil.ContainsFinalizer(s.cfg, bootstrapv1.TokenBootstrapConfigFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	s.setReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonDeleting, "deleting the bootstrap token")
+	s.SetReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonDeleting, "deleting the bootstrap token")
 	if err := r.deleteToken(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The status first: once the finalizer is gone, so is the object.
-	if err := s.patchStatus(ctx); err != nil {
+	if err := s.PatchStatus(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	_, err := finalizer.Remove(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.orig)
+	_, err := finalizer.Remove(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.Patch.Base())
 	return ctrl.Result{}, err
 }

@@ -21,8 +21,8 @@ import (
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	// Without a Machine owner there is no Machine to bootstrap: the Machine
 	// controller adopts the config from its spec.bootstrap.configRef.
-	if s.owner == nil {
-		s.setReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonWaitingForOwner,
+	if s.Owner == nil {
+		s.SetReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonWaitingForOwner,
 			"waiting for a Machine to own this config (its spec.bootstrap.configRef)")
 		return ctrl.Result{}, nil
 	}
@@ -32,7 +32,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	// The finalizer, before any token can exist: a token is a credential
 	// in another cluster, which no garbage collector reaches.
-	if _, err := finalizer.Add(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.orig); err != nil {
+	if _, err := finalizer.Add(ctx, s.r.Client, bootstrapv1.TokenBootstrapConfigFinalizer, s.cfg, s.Patch.Base()); err != nil {
 		return ctrl.Result{}, err
 	}
 	if s.joined() {
@@ -40,7 +40,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	server, ca, problem := joinSettings(&s.cfg.Spec, r.Defaults)
 	if problem != "" {
-		s.fail(bootstrapv1.FailureReasonInvalidConfiguration, problem)
+		s.Fail(bootstrapv1.FailureReasonInvalidConfiguration, problem)
 		return ctrl.Result{}, nil
 	}
 
@@ -53,7 +53,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	if conflict != "" {
-		s.fail(bootstrapv1.FailureReasonInvalidConfiguration, conflict)
+		s.Fail(bootstrapv1.FailureReasonInvalidConfiguration, conflict)
 		return ctrl.Result{}, nil
 	}
 	tok, conflict, err := r.getToken(ctx, s, id)
@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	if conflict != "" {
-		s.fail(bootstrapv1.FailureReasonTokenConflict, conflict)
+		s.Fail(bootstrapv1.FailureReasonTokenConflict, conflict)
 		return ctrl.Result{}, nil
 	}
 	var secret string
@@ -82,7 +82,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if data == nil {
 		token := bootstraptoken.Token(id, secret)
-		ud, err := UserData(JoinData{Server: server, CA: ca, Token: token, NodeName: s.owner.Name})
+		ud, err := UserData(JoinData{Server: server, CA: ca, Token: token, NodeName: s.Owner.Name})
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("rendering the user data: %w", err)
 		}
@@ -97,7 +97,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	st2.Initialization = &bootstrapv1.TokenBootstrapConfigInitializationStatus{DataSecretCreated: true}
 	st2.TokenID = id
 	st2.TokenExpiration = &metav1.Time{Time: st.expires.Truncate(time.Second)}
-	s.setReady(metav1.ConditionTrue, bootstrapv1.ReadyReasonReady,
+	s.SetReady(metav1.ConditionTrue, bootstrapv1.ReadyReasonReady,
 		fmt.Sprintf("user data is in Secret %s; token %s is valid until %s", s.cfg.Name, id, st.expires.UTC().Format(time.RFC3339)))
 	// Come back to extend the token once half of its life is left; the
 	// Machine watch brings us back earlier when the Node joins.
@@ -119,6 +119,6 @@ func (r *Reconciler) reconcileJoined(ctx context.Context, s *scope) (ctrl.Result
 	if st.Ready {
 		status = metav1.ConditionTrue
 	}
-	s.setReady(status, bootstrapv1.ReadyReasonJoined, "the Machine's Node joined; its bootstrap token is deleted")
+	s.SetReady(status, bootstrapv1.ReadyReasonJoined, "the Machine's Node joined; its bootstrap token is deleted")
 	return ctrl.Result{}, nil
 }

@@ -2,119 +2,46 @@ package tokenbootstrap
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
-	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/contract"
+	"github.com/millwright-dev/millwright/internal/provider/providerscope"
 )
 
-// scope is one reconcile's view: the config as read (orig) and as it is
-// being changed (cfg), and its owner Machine.
+// kind describes TokenBootstrapConfigs to the provider scope.
+var kind = &providerscope.Kind[*bootstrapv1.TokenBootstrapConfig]{
+	Name:       "TokenBootstrapConfig",
+	Conditions: func(cfg *bootstrapv1.TokenBootstrapConfig) *[]metav1.Condition { return &cfg.Status.Conditions },
+	Failure: func(cfg *bootstrapv1.TokenBootstrapConfig) (**string, **string) {
+		return &cfg.Status.FailureReason, &cfg.Status.FailureMessage
+	},
+	ReadyCondition:  bootstrapv1.ReadyCondition,
+	PausedCondition: bootstrapv1.PausedCondition,
+	PausedReason:    bootstrapv1.PausedReasonPaused,
+	NotPausedReason: bootstrapv1.PausedReasonNotPaused,
+	FailedReason:    bootstrapv1.ReadyReasonFailed,
+	WarningReasons:  []string{bootstrapv1.ReadyReasonFailed},
+}
+
+// scope is one reconcile's view: the config being changed (cfg), its
+// owner Machine and the helper writing it (see providerscope).
 type scope struct {
+	*providerscope.Scope[*bootstrapv1.TokenBootstrapConfig]
 	r   *Reconciler
-	log logr.Logger
 	cfg *bootstrapv1.TokenBootstrapConfig
-	// orig is the last state the API server confirmed; status patches are
-	// computed against it.
-	orig *bootstrapv1.TokenBootstrapConfig
-	// owner is the Machine owner reference; nil when there is none.
-	owner *metav1.OwnerReference
-	// machine is the owner Machine; nil when there is no owner or it is
-	// not (yet) in the cache.
-	machine *v1alpha1.Machine
 }
 
 func (r *Reconciler) newScope(ctx context.Context, cfg *bootstrapv1.TokenBootstrapConfig) (*scope, error) {
-	s := &scope{r: r, cfg: cfg, orig: cfg.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
-	owner, m, err := contract.OwnerMachine(ctx, r.Client, cfg)
+	ps, err := providerscope.New(ctx, kind, r.Client, r.APIReader, r.Recorder, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s.owner, s.machine = owner, m
-	if owner != nil {
-		s.log = s.log.WithValues("machine", owner.Name)
-	}
-	return s, nil
+	return &scope{Scope: ps, r: r, cfg: cfg}, nil
 }
-
-func (s *scope) paused() bool { return contract.Paused(s.cfg, s.machine) }
 
 // joined reports whether the owner Machine's Node has registered, now or
 // before: from then on the token must not exist.
 func (s *scope) joined() bool {
-	return s.cfg.Status.Joined || (s.machine != nil && s.machine.Status.NodeRef != nil)
-}
-
-func (s *scope) setPaused(paused bool) {
-	if paused {
-		s.setCondition(bootstrapv1.PausedCondition, metav1.ConditionTrue, bootstrapv1.PausedReasonPaused,
-			"the "+v1alpha1.PausedAnnotation+" annotation is set on the TokenBootstrapConfig or its Machine; nothing is reconciled until it is removed")
-		return
-	}
-	s.setCondition(bootstrapv1.PausedCondition, metav1.ConditionFalse, bootstrapv1.PausedReasonNotPaused, "")
-}
-
-// setReady sets the Ready condition; an Event and a log line mark each
-// change of its reason, the transitions a person follows.
-func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {
-	old := meta.FindStatusCondition(s.cfg.Status.Conditions, bootstrapv1.ReadyCondition)
-	if old == nil || old.Reason != reason || old.Status != status {
-		kind := corev1.EventTypeNormal
-		if reason == bootstrapv1.ReadyReasonFailed {
-			kind = corev1.EventTypeWarning
-		}
-		s.event(kind, reason, message)
-		s.log.Info("ready condition", "status", status, "reason", reason, "message", message)
-	}
-	s.setCondition(bootstrapv1.ReadyCondition, status, reason, message)
-}
-
-func (s *scope) setCondition(t string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&s.cfg.Status.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: s.cfg.Generation,
-	})
-}
-
-func (s *scope) event(kind, reason, message string) {
-	if s.r.Recorder == nil {
-		return
-	}
-	// A nil *Machine in the interface would not be a nil related object:
-	// the recorder would dereference it.
-	var related runtime.Object
-	if s.machine != nil {
-		related = s.machine
-	}
-	s.r.Recorder.Eventf(s.cfg, related, kind, reason, "Reconcile", "%s", message)
-}
-
-// fail records a terminal failure; the config is not reconciled again
-// except for its deletion.
-func (s *scope) fail(reason, message string) {
-	s.cfg.Status.FailureReason = &reason
-	s.cfg.Status.FailureMessage = &message
-	s.setReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonFailed, fmt.Sprintf("%s: %s", reason, message))
-}
-
-// patchStatus writes the status if it changed. A config that is gone (its
-// finalizer was just removed) has no status to write.
-func (s *scope) patchStatus(ctx context.Context) error {
-	if apiequality.Semantic.DeepEqual(&s.orig.Status, &s.cfg.Status) {
-		return nil
-	}
-	if err := s.r.Client.Status().Patch(ctx, s.cfg, client.MergeFrom(s.orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	s.orig = s.cfg.DeepCopy()
-	return nil
+	return s.cfg.Status.Joined || (s.Machine != nil && s.Machine.Status.NodeRef != nil)
 }

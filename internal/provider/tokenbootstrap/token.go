@@ -71,7 +71,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope, existing *corev1
 			// reconcile reads and checks it.
 			return tokenState{}, fmt.Errorf("creating the bootstrap token: %w", err)
 		}
-		s.log.Info("created bootstrap token", "tokenID", id, "expiration", st.expires)
+		s.Log.Info("created bootstrap token", "tokenID", id, "expiration", st.expires)
 		return st, nil
 	}
 	expires, ok := bootstraptoken.Expiration(existing)
@@ -89,7 +89,7 @@ func (r *Reconciler) ensureToken(ctx context.Context, s *scope, existing *corev1
 	if err := r.Target.Patch(ctx, patched, client.MergeFromWithOptions(existing, client.MergeFromWithOptimisticLock{})); err != nil {
 		return tokenState{}, fmt.Errorf("extending the bootstrap token: %w", err)
 	}
-	s.log.V(1).Info("extended bootstrap token", "tokenID", id, "expiration", st.expires)
+	s.Log.V(1).Info("extended bootstrap token", "tokenID", id, "expiration", st.expires)
 	return st, nil
 }
 
@@ -107,6 +107,6 @@ func (r *Reconciler) deleteToken(ctx context.Context, s *scope) error {
 	if err := r.Target.Delete(ctx, gone, client.Preconditions{UID: &tok.UID}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting the bootstrap token: %w", err)
 	}
-	s.log.Info("deleted bootstrap token", "tokenID", id)
+	s.Log.Info("deleted bootstrap token", "tokenID", id)
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
-	"github.com/millwright-dev/millwright/pkg/driver"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 )
 
 // reconcileDelete is the contract's workflow for a deleted InfraMachine
@@ -20,8 +20,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if !controllerutil.ContainsFinalizer(s.sm, infrav1.SimMachineFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if s.owner != nil {
-		s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonDeleting, "deleting the VM")
+	if s.Owner != nil {
+		s.SetReady(metav1.ConditionFalse, infrav1.ReadyReasonDeleting, "deleting the VM")
 		if ce := r.deleteVM(ctx, s); ce != nil {
 			msg := describe(ce.method, ce.err)
 			base, maxDelay := r.Config.BackoffBase, r.Config.BackoffCap
@@ -31,21 +31,21 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 				// retry slowly until a person fixes the cause.
 				base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
 				reason = infrav1.ReadyReasonDeletionFailed
-			} else if ce.outcome.Action == driver.RetryLong {
+			} else if ce.outcome.Action == driverpolicy.RetryLong {
 				base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
 			}
 			after := r.backoff.next(s.sm.UID, base, maxDelay)
-			s.setReady(metav1.ConditionFalse, reason, msg+"; retrying")
+			s.SetReady(metav1.ConditionFalse, reason, msg+"; retrying")
 			return ctrl.Result{RequeueAfter: after}, nil
 		}
-		s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonDeleting, "the VM is deleted")
-		s.log.Info("deleted VM", "providerID", s.sm.Spec.ProviderID)
+		s.SetReady(metav1.ConditionFalse, infrav1.ReadyReasonDeleting, "the VM is deleted")
+		s.Log.Info("deleted VM", "providerID", s.sm.Spec.ProviderID)
 	}
 	r.backoff.reset(s.sm.UID)
 	// The status first: once the finalizer is gone, so is the object.
-	if err := s.patchStatus(ctx); err != nil {
+	if err := s.PatchStatus(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	_, err := finalizer.Remove(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.orig)
+	_, err := finalizer.Remove(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.Patch.Base())
 	return ctrl.Result{}, err
 }

@@ -26,8 +26,8 @@ const bootstrapDataKey = "value"
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	// 1. Without a Machine owner there is nothing to make a VM for: the
 	// Machine controller sets the owner from its spec.infrastructureRef.
-	if s.owner == nil {
-		s.log.V(1).Info("no Machine owner yet")
+	if s.Owner == nil {
+		s.Log.V(1).Info("no Machine owner yet")
 		return ctrl.Result{}, nil
 	}
 	// 2. A terminal failure is final; only deletion is handled from now on.
@@ -35,7 +35,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, nil
 	}
 	// 4. The finalizer, before any VM can exist.
-	if _, err := finalizer.Add(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.orig); err != nil {
+	if _, err := finalizer.Add(ctx, s.r.Client, infrav1.SimMachineFinalizer, s.sm, s.Patch.Base()); err != nil {
 		return ctrl.Result{}, err
 	}
 	// 6. The bootstrap data must exist before the VM can boot with it.
@@ -44,8 +44,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err
 	}
 	if waiting != "" {
-		s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonWaitingForBootstrapData, waiting)
-		if s.machine == nil || s.machine.Spec.Bootstrap.DataSecretName == nil {
+		s.SetReady(metav1.ConditionFalse, infrav1.ReadyReasonWaitingForBootstrapData, waiting)
+		if s.Machine == nil || s.Machine.Spec.Bootstrap.DataSecretName == nil {
 			return ctrl.Result{}, nil // the Machine watch brings us back
 		}
 		// Secrets are not watched: poll for this one.
@@ -76,19 +76,19 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if vm.addresses != nil {
 		s.sm.Status.Addresses = vm.addresses
 	}
-	s.setReady(metav1.ConditionTrue, infrav1.ReadyReasonProvisioned, "VM "+vm.providerID+" is provisioned")
+	s.SetReady(metav1.ConditionTrue, infrav1.ReadyReasonProvisioned, "VM "+vm.providerID+" is provisioned")
 	return ctrl.Result{}, nil
 }
 
 // bootstrapData returns the owner Machine's bootstrap data, or why it is
 // not available yet.
 func (r *Reconciler) bootstrapData(ctx context.Context, s *scope) (data []byte, waiting string, err error) {
-	if s.machine == nil {
-		return nil, "waiting for Machine " + s.owner.Name + " to be readable", nil
+	if s.Machine == nil {
+		return nil, "waiting for Machine " + s.Owner.Name + " to be readable", nil
 	}
-	name := s.machine.Spec.Bootstrap.DataSecretName
+	name := s.Machine.Spec.Bootstrap.DataSecretName
 	if name == nil {
-		return nil, "waiting for Machine " + s.machine.Name + " to have spec.bootstrap.dataSecretName", nil
+		return nil, "waiting for Machine " + s.Machine.Name + " to have spec.bootstrap.dataSecretName", nil
 	}
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.sm.Namespace, Name: *name}, secret); err != nil {

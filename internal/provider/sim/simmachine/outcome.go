@@ -5,6 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -15,17 +16,17 @@ import (
 func (r *Reconciler) handleCallError(s *scope, ce *callError) (ctrl.Result, error) {
 	msg := describe(ce.method, ce.err)
 	switch ce.outcome.Action {
-	case driver.Retry, driver.RetryLong, driver.CollectOrphans:
+	case driverpolicy.Retry, driverpolicy.RetryLong, driverpolicy.CollectOrphans:
 		base, maxDelay := r.Config.BackoffBase, r.Config.BackoffCap
-		if ce.outcome.Action == driver.RetryLong {
+		if ce.outcome.Action == driverpolicy.RetryLong {
 			base, maxDelay = r.Config.LongBackoffBase, r.Config.LongBackoffCap
 		}
 		after := r.backoff.next(s.sm.UID, base, maxDelay)
-		s.log.Info("driver call failed; retrying", "method", ce.method, "code", driver.CodeOf(ce.err).String(), "after", after, "error", driver.MessageOf(ce.err))
+		s.Log.Info("driver call failed; retrying", "method", ce.method, "code", driver.CodeOf(ce.err).String(), "after", after, "error", driver.MessageOf(ce.err))
 		// Once provisioned, a passing hiccup (an outage) does not undo
 		// Ready: the VM is still there as far as anyone knows.
 		if !s.sm.Status.Ready {
-			s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonProvisioning, msg+"; retrying")
+			s.SetReady(metav1.ConditionFalse, infrav1.ReadyReasonProvisioning, msg+"; retrying")
 		}
 		return ctrl.Result{RequeueAfter: after}, nil
 	}
@@ -39,7 +40,7 @@ func (r *Reconciler) handleCallError(s *scope, ce *callError) (ctrl.Result, erro
 	if ce.outcome.Recovery != "" {
 		msg += " (" + ce.outcome.Recovery + ")"
 	}
-	s.fail(reason, msg)
+	s.Fail(reason, msg)
 	r.backoff.reset(s.sm.UID)
 	return ctrl.Result{}, nil
 }

@@ -117,21 +117,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	res, err := r.reconcile(ctx, s)
-	if perr := s.patchStatus(ctx); perr != nil {
+	if perr := s.PatchStatus(ctx); perr != nil {
 		err = errors.Join(err, perr)
 	}
 	return requeue.Result(res, err)
 }
 
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.paused() {
+	if s.Paused() {
 		// Pausing stops everything, deletion included, until the annotation
 		// is removed; only the Paused condition says so.
-		s.setPaused(true)
-		s.log.V(1).Info("paused")
+		s.SetPaused(true)
+		s.Log.V(1).Info("paused")
 		return ctrl.Result{}, nil
 	}
-	s.setPaused(false)
+	s.SetPaused(false)
 	if !s.sm.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, s)
 	}

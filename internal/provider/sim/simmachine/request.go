@@ -37,7 +37,7 @@ const deleteFallbackSpec = `{"region":"deleted","zones":["deleted"]}`
 // other fields belong to the core, not to this VM.
 func machineFor(s *scope) *v1alpha1.Machine {
 	return &v1alpha1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.sm.Namespace, Name: s.owner.Name, UID: s.owner.UID},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.sm.Namespace, Name: s.Owner.Name, UID: s.Owner.UID},
 		Spec: v1alpha1.MachineSpec{
 			InfrastructureRef: &v1alpha1.ContractReference{APIGroup: infrav1.GroupName, Kind: "SimMachine", Name: s.sm.Name},
 			ProviderID:        ptr.Deref(s.sm.Spec.ProviderID, ""),
@@ -96,8 +96,8 @@ func class(s *scope, raw []byte) *v1alpha1.MachineClass {
 func failureDomain(s *scope) (string, error) {
 	own := ptr.Deref(s.sm.Spec.FailureDomain, "")
 	var fromMachine string
-	if s.machine != nil {
-		fromMachine = s.machine.Spec.FailureDomain
+	if s.Machine != nil {
+		fromMachine = s.Machine.Spec.FailureDomain
 	}
 	switch {
 	case fromMachine == "":

@@ -2,134 +2,47 @@ package simmachine
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
-	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/contract"
+	"github.com/millwright-dev/millwright/internal/provider/providerscope"
 )
 
-// scope is one reconcile's view: the SimMachine as read (orig) and as it
-// is being changed (sm), and its owner Machine.
+// kind describes SimMachines to the provider scope.
+var kind = &providerscope.Kind[*infrav1.SimMachine]{
+	Name:       "SimMachine",
+	Conditions: func(sm *infrav1.SimMachine) *[]metav1.Condition { return &sm.Status.Conditions },
+	Failure: func(sm *infrav1.SimMachine) (**string, **string) {
+		return &sm.Status.FailureReason, &sm.Status.FailureMessage
+	},
+	ReadyCondition:  infrav1.ReadyCondition,
+	PausedCondition: infrav1.PausedCondition,
+	PausedReason:    infrav1.PausedReasonPaused,
+	NotPausedReason: infrav1.PausedReasonNotPaused,
+	FailedReason:    infrav1.ReadyReasonFailed,
+	WarningReasons:  []string{infrav1.ReadyReasonFailed, infrav1.ReadyReasonDeletionFailed},
+}
+
+// scope is one reconcile's view: the SimMachine being changed (sm), its
+// owner Machine and the helper writing it (see providerscope).
 type scope struct {
-	r   *Reconciler
-	log logr.Logger
-	sm  *infrav1.SimMachine
-	// orig is the last state the API server confirmed; status patches are
-	// computed against it.
-	orig *infrav1.SimMachine
-	// owner is the Machine owner reference; nil when there is none.
-	owner *metav1.OwnerReference
-	// machine is the owner Machine; nil when there is no owner or it is
-	// not (yet) in the cache.
-	machine *v1alpha1.Machine
+	*providerscope.Scope[*infrav1.SimMachine]
+	r  *Reconciler
+	sm *infrav1.SimMachine
 }
 
 func (r *Reconciler) newScope(ctx context.Context, sm *infrav1.SimMachine) (*scope, error) {
-	s := &scope{r: r, sm: sm, orig: sm.DeepCopy(), log: ctrl.LoggerFrom(ctx)}
-	owner, m, err := contract.OwnerMachine(ctx, r.Client, sm)
+	ps, err := providerscope.New(ctx, kind, r.Client, r.APIReader, r.Recorder, sm)
 	if err != nil {
 		return nil, err
 	}
-	s.owner, s.machine = owner, m
-	if owner != nil {
-		s.log = s.log.WithValues("machine", owner.Name)
-	}
-	return s, nil
-}
-
-func (s *scope) paused() bool { return contract.Paused(s.sm, s.machine) }
-
-func (s *scope) setPaused(paused bool) {
-	if paused {
-		s.setCondition(infrav1.PausedCondition, metav1.ConditionTrue, infrav1.PausedReasonPaused,
-			"the "+v1alpha1.PausedAnnotation+" annotation is set on the SimMachine or its Machine; nothing is reconciled until it is removed")
-		return
-	}
-	s.setCondition(infrav1.PausedCondition, metav1.ConditionFalse, infrav1.PausedReasonNotPaused, "")
-}
-
-// setReady sets the Ready condition; an Event and a log line mark each
-// change of its reason, the transitions a person follows.
-func (s *scope) setReady(status metav1.ConditionStatus, reason, message string) {
-	old := meta.FindStatusCondition(s.sm.Status.Conditions, infrav1.ReadyCondition)
-	if old == nil || old.Reason != reason || old.Status != status {
-		kind := corev1.EventTypeNormal
-		if reason == infrav1.ReadyReasonFailed || reason == infrav1.ReadyReasonDeletionFailed {
-			kind = corev1.EventTypeWarning
-		}
-		s.event(kind, reason, message)
-		s.log.Info("ready condition", "status", status, "reason", reason, "message", message)
-	}
-	s.setCondition(infrav1.ReadyCondition, status, reason, message)
-}
-
-func (s *scope) setCondition(t string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&s.sm.Status.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: s.sm.Generation,
-	})
-}
-
-func (s *scope) event(kind, reason, message string) {
-	if s.r.Recorder == nil {
-		return
-	}
-	// A nil *Machine in the interface would not be a nil related object:
-	// the recorder would dereference it.
-	var related runtime.Object
-	if s.machine != nil {
-		related = s.machine
-	}
-	s.r.Recorder.Eventf(s.sm, related, kind, reason, "Reconcile", "%s", message)
-}
-
-// fail records a terminal failure; the SimMachine is not reconciled again
-// except for its deletion.
-func (s *scope) fail(reason, message string) {
-	s.sm.Status.FailureReason = &reason
-	s.sm.Status.FailureMessage = &message
-	s.setReady(metav1.ConditionFalse, infrav1.ReadyReasonFailed, fmt.Sprintf("%s: %s", reason, message))
+	return &scope{Scope: ps, r: r, sm: sm}, nil
 }
 
 // patchMeta applies mutate to the metadata or spec and patches them at
-// once, separately from the status. Finalizers are not its business: a
-// merge patch replaces their list whole (see package finalizer).
+// once, keeping the status to be written at the end.
 func (s *scope) patchMeta(ctx context.Context, mutate func(*infrav1.SimMachine)) error {
-	obj := s.orig.DeepCopy()
-	mutate(obj)
-	if err := s.r.Client.Patch(ctx, obj, client.MergeFrom(s.orig)); err != nil {
-		return err
-	}
-	// Keep the status of both copies: the server returned the old one.
-	obj.ObjectMeta.DeepCopyInto(&s.orig.ObjectMeta)
-	obj.Spec.DeepCopyInto(&s.orig.Spec)
-	obj.ObjectMeta.DeepCopyInto(&s.sm.ObjectMeta)
-	obj.Spec.DeepCopyInto(&s.sm.Spec)
-	return nil
-}
-
-// patchStatus writes the status if it changed. A SimMachine that is gone
-// (its finalizer was just removed) has no status to write.
-func (s *scope) patchStatus(ctx context.Context) error {
-	if equalStatus(&s.orig.Status, &s.sm.Status) {
-		return nil
-	}
-	if err := s.r.Client.Status().Patch(ctx, s.sm, client.MergeFrom(s.orig)); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	s.orig = s.sm.DeepCopy()
-	return nil
-}
-
-func equalStatus(a, b *infrav1.SimMachineStatus) bool {
-	return apiequality.Semantic.DeepEqual(a, b)
+	mutate(s.sm)
+	return s.Patch.PatchObject(ctx, s.sm)
 }

@@ -7,6 +7,7 @@ import (
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -22,13 +23,13 @@ type vmInfo struct {
 type callError struct {
 	method  driver.Method
 	err     error
-	outcome driver.Outcome
+	outcome driverpolicy.Outcome
 	// failureReason overrides the reason of a terminal failure.
 	failureReason string
 }
 
 func newCallError(method driver.Method, err error) *callError {
-	return &callError{method: method, err: err, outcome: driver.ClassifyError(method, err)}
+	return &callError{method: method, err: err, outcome: driverpolicy.ClassifyError(method, err)}
 }
 
 // maxSteps bounds the driver calls of one reconcile: status, create,
@@ -52,16 +53,16 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *scope, userData []byte) (*
 		st, err := r.getStatus(ctx, m, class, secret)
 		ce := newCallError(driver.MethodGetMachineStatus, err)
 		switch ce.outcome.Action {
-		case driver.Continue:
+		case driverpolicy.Continue:
 			return &vmInfo{providerID: st.ProviderID, zone: zoneOf(st.ProviderID), addresses: st.Addresses}, nil
-		case driver.CreateVM:
+		case driverpolicy.CreateVM:
 			if s.sm.Spec.ProviderID != nil {
 				if driver.CodeOf(err) == driver.Unimplemented {
 					// The driver cannot tell; the VM we recorded stands.
 					return &vmInfo{providerID: *s.sm.Spec.ProviderID, zone: zoneOf(*s.sm.Spec.ProviderID)}, nil
 				}
 				// Never a second VM for one SimMachine: the Machine is replaced instead.
-				ce.outcome = driver.Outcome{Action: driver.Terminal}
+				ce.outcome = driverpolicy.Outcome{Action: driverpolicy.Terminal}
 				ce.failureReason = infrav1.FailureReasonUpdateError
 				ce.err = driver.Errorf(driver.NotFound, "VM %s of this SimMachine no longer exists (%s); a SimMachine never gets a second VM: replace its Machine", *s.sm.Spec.ProviderID, driver.MessageOf(err))
 				return nil, ce
@@ -77,9 +78,9 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *scope, userData []byte) (*
 			if created, err = r.create(ctx, m, class, secret); err != nil {
 				return nil, newCallError(driver.MethodCreateMachine, err)
 			}
-			s.event(corev1.EventTypeNormal, "Created", "created VM "+created.ProviderID)
-			s.log.Info("created VM", "providerID", created.ProviderID)
-		case driver.InitializeVM:
+			s.Event(corev1.EventTypeNormal, "Created", "created VM "+created.ProviderID)
+			s.Log.Info("created VM", "providerID", created.ProviderID)
+		case driverpolicy.InitializeVM:
 			if ce := r.initialize(ctx, m, class, secret); ce != nil {
 				return nil, ce
 			}
@@ -87,7 +88,7 @@ func (r *Reconciler) ensureVM(ctx context.Context, s *scope, userData []byte) (*
 			return nil, ce
 		}
 	}
-	return nil, &callError{method: driver.MethodGetMachineStatus, outcome: driver.Outcome{Action: driver.Retry},
+	return nil, &callError{method: driver.MethodGetMachineStatus, outcome: driverpolicy.Outcome{Action: driverpolicy.Retry},
 		err: driver.Errorf(driver.Aborted, "the VM was not provisioned after %d driver calls; looking again", maxSteps)}
 }
 
@@ -111,7 +112,7 @@ func (r *Reconciler) initialize(ctx context.Context, m *v1alpha1.Machine, class 
 	_, err := r.Driver.InitializeMachine(ctx, &driver.InitializeMachineRequest{Machine: m, MachineClass: class, Secret: secret})
 	ce := newCallError(driver.MethodInitializeMachine, err)
 	switch ce.outcome.Action {
-	case driver.Continue, driver.SkipStep:
+	case driverpolicy.Continue, driverpolicy.SkipStep:
 		return nil
 	}
 	return ce
@@ -124,7 +125,7 @@ func (r *Reconciler) deleteVM(ctx context.Context, s *scope) *callError {
 	defer cancel()
 	_, err := r.Driver.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: machineFor(s), MachineClass: deleteClassFor(s)})
 	ce := newCallError(driver.MethodDeleteMachine, err)
-	if ce.outcome.Action == driver.Continue {
+	if ce.outcome.Action == driverpolicy.Continue {
 		return nil
 	}
 	return ce

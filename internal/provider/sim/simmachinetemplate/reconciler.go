@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -66,11 +67,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if apiequality.Semantic.DeepEqual(t.Status.Capacity, want) {
 		return ctrl.Result{}, nil
 	}
-	base := t.DeepCopy()
+	h := patch.New(r.Client, t)
 	t.Status.Capacity = want
 	// A merge patch of the status alone: it cannot overwrite a concurrent
 	// spec change, and resource names the new capacity lacks are removed.
-	return ctrl.Result{}, r.Client.Status().Patch(ctx, t, client.MergeFrom(base))
+	return ctrl.Result{}, h.PatchStatus(ctx, t)
 }
 
 // capacity is what a Node made from spec registers with: the resources of

@@ -1,9 +1,10 @@
-package driver_test
+package driverpolicy_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -56,7 +57,7 @@ func TestEverySeedRowIsInTheRecoveryTable(t *testing.T) {
 			autoRetry := fields[2] == "Y"
 			rows++
 			t.Run(string(method)+"/"+code.String(), func(t *testing.T) {
-				got := driver.Classify(method, code)
+				got := driverpolicy.Classify(method, code)
 				if got.AutoRetry != autoRetry {
 					t.Errorf("AutoRetry = %v; the original says %s", got.AutoRetry, fields[2])
 				}
@@ -100,33 +101,33 @@ func TestNextSteps(t *testing.T) {
 	cases := []struct {
 		method driver.Method
 		code   driver.Code
-		want   driver.Action
+		want   driverpolicy.Action
 	}{
-		{driver.MethodCreateMachine, driver.OK, driver.Continue},
-		{driver.MethodCreateMachine, driver.Unavailable, driver.Retry},
-		{driver.MethodCreateMachine, driver.ResourceExhausted, driver.RetryLong},
-		{driver.MethodCreateMachine, driver.InvalidArgument, driver.Terminal},
-		{driver.MethodCreateMachine, driver.Unauthenticated, driver.Terminal},
-		{driver.MethodInitializeMachine, driver.Unimplemented, driver.SkipStep},
-		{driver.MethodInitializeMachine, driver.NotFound, driver.SkipStep},
-		{driver.MethodInitializeMachine, driver.Uninitialized, driver.Retry},
-		{driver.MethodGetMachineStatus, driver.NotFound, driver.CreateVM},
-		{driver.MethodGetMachineStatus, driver.Unimplemented, driver.CreateVM},
-		{driver.MethodGetMachineStatus, driver.Uninitialized, driver.InitializeVM},
-		{driver.MethodGetMachineStatus, driver.OutOfRange, driver.CollectOrphans},
-		{driver.MethodDeleteMachine, driver.NotFound, driver.Continue},
-		{driver.MethodDeleteMachine, driver.PermissionDenied, driver.Terminal},
-		{driver.MethodListMachines, driver.Unimplemented, driver.SkipStep},
-		{driver.MethodGetVolumeIDs, driver.Unimplemented, driver.SkipStep},
-		{driver.MethodUpdateMachine, driver.Unimplemented, driver.SkipStep},
+		{driver.MethodCreateMachine, driver.OK, driverpolicy.Continue},
+		{driver.MethodCreateMachine, driver.Unavailable, driverpolicy.Retry},
+		{driver.MethodCreateMachine, driver.ResourceExhausted, driverpolicy.RetryLong},
+		{driver.MethodCreateMachine, driver.InvalidArgument, driverpolicy.Terminal},
+		{driver.MethodCreateMachine, driver.Unauthenticated, driverpolicy.Terminal},
+		{driver.MethodInitializeMachine, driver.Unimplemented, driverpolicy.SkipStep},
+		{driver.MethodInitializeMachine, driver.NotFound, driverpolicy.SkipStep},
+		{driver.MethodInitializeMachine, driver.Uninitialized, driverpolicy.Retry},
+		{driver.MethodGetMachineStatus, driver.NotFound, driverpolicy.CreateVM},
+		{driver.MethodGetMachineStatus, driver.Unimplemented, driverpolicy.CreateVM},
+		{driver.MethodGetMachineStatus, driver.Uninitialized, driverpolicy.InitializeVM},
+		{driver.MethodGetMachineStatus, driver.OutOfRange, driverpolicy.CollectOrphans},
+		{driver.MethodDeleteMachine, driver.NotFound, driverpolicy.Continue},
+		{driver.MethodDeleteMachine, driver.PermissionDenied, driverpolicy.Terminal},
+		{driver.MethodListMachines, driver.Unimplemented, driverpolicy.SkipStep},
+		{driver.MethodGetVolumeIDs, driver.Unimplemented, driverpolicy.SkipStep},
+		{driver.MethodUpdateMachine, driver.Unimplemented, driverpolicy.SkipStep},
 		// Codes a method's table does not list fall back to their general meaning.
-		{driver.MethodDeleteMachine, driver.ResourceExhausted, driver.RetryLong},
-		{driver.MethodInitializeMachine, driver.Unavailable, driver.Retry},
-		{driver.MethodInitializeMachine, driver.DataLoss, driver.Terminal},
-		{driver.MethodListMachines, driver.Code(99), driver.Terminal},
+		{driver.MethodDeleteMachine, driver.ResourceExhausted, driverpolicy.RetryLong},
+		{driver.MethodInitializeMachine, driver.Unavailable, driverpolicy.Retry},
+		{driver.MethodInitializeMachine, driver.DataLoss, driverpolicy.Terminal},
+		{driver.MethodListMachines, driver.Code(99), driverpolicy.Terminal},
 	}
 	for _, tc := range cases {
-		if got := driver.Classify(tc.method, tc.code); got.Action != tc.want {
+		if got := driverpolicy.Classify(tc.method, tc.code); got.Action != tc.want {
 			t.Errorf("Classify(%s, %s) = %s; want %s", tc.method, tc.code, got.Action, tc.want)
 		}
 	}

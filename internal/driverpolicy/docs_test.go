@@ -1,4 +1,4 @@
-package driver
+package driverpolicy
 
 import (
 	"fmt"
@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // docsPath is the document that shows the retry table to people.
 var docsPath = filepath.Join("..", "..", "docs", "driver-errors.md")
 
 const (
-	tablesBegin = "<!-- BEGIN GENERATED TABLES: go test ./pkg/driver -run TestDocsShowTheRetryTable with UPDATE_DOCS=1 -->\n"
+	tablesBegin = "<!-- BEGIN GENERATED TABLES: go test ./internal/driverpolicy -run TestDocsShowTheRetryTable with UPDATE_DOCS=1 -->\n"
 	tablesEnd   = "<!-- END GENERATED TABLES -->\n"
 )
 
@@ -21,10 +23,10 @@ const (
 // in the order of the methods' documentation.
 func renderTables() string {
 	var b strings.Builder
-	for _, m := range []Method{MethodCreateMachine, MethodInitializeMachine, MethodGetMachineStatus,
-		MethodDeleteMachine, MethodListMachines, MethodGetVolumeIDs, MethodUpdateMachine} {
+	for _, m := range []driver.Method{driver.MethodCreateMachine, driver.MethodInitializeMachine, driver.MethodGetMachineStatus,
+		driver.MethodDeleteMachine, driver.MethodListMachines, driver.MethodGetVolumeIDs, driver.MethodUpdateMachine} {
 		fmt.Fprintf(&b, "\n### %s\n\n| code | action | driver asks for retry | recovery |\n| --- | --- | --- | --- |\n", m)
-		codes := make([]Code, 0, len(recoveryTable[m]))
+		codes := make([]driver.Code, 0, len(recoveryTable[m]))
 		for c := range recoveryTable[m] {
 			codes = append(codes, c)
 		}
@@ -64,5 +66,5 @@ func TestDocsShowTheRetryTable(t *testing.T) {
 		}
 		return
 	}
-	t.Fatalf("%s does not show the retry table of retry.go: run with UPDATE_DOCS=1", docsPath)
+	t.Fatalf("%s does not show the retry table of policy.go: run with UPDATE_DOCS=1", docsPath)
 }
