@@ -50,9 +50,6 @@ func (r *report) render(res Result, status *v1alpha1.DrainStatus, opts Options, 
 	case res.Deleted > 0:
 		add("deleted %s after %d refused eviction rounds", pods(res.Deleted), status.Attempts)
 	}
-	if res.VolumeAttachmentsDeleted > 0 {
-		add("deleted %d VolumeAttachment(s) to release the volumes", res.VolumeAttachmentsDeleted)
-	}
 	if res.Evicted > 0 {
 		add("evicted %s", pods(res.Evicted))
 	}

@@ -1,5 +1,5 @@
 package drain
 
-// A forced drain deletes the Node's VolumeAttachments (see
-// deleteVolumeAttachments); the manager lists them through its cache.
+// The Machine's deletion releases the Node's VolumeAttachments once its VM
+// is gone (see ReleaseVolumeAttachments).
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch;delete

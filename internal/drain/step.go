@@ -34,9 +34,9 @@ const (
 type Options struct {
 	// NodeName is the Node to drain.
 	NodeName string
-	// Force deletes pods with grace period 0 instead of evicting them,
-	// waits for no volumes, and deletes the Node's VolumeAttachments so the
-	// volumes are detached at once.
+	// Force deletes pods with grace period 0 instead of evicting them and
+	// waits for no volumes (their VolumeAttachments are released once the
+	// VM is gone: ReleaseVolumeAttachments).
 	Force bool
 	// MaxEvictRetries is how many eviction rounds a PodDisruptionBudget may
 	// refuse before the pod is deleted instead. A round is a Step in which at
@@ -99,9 +99,6 @@ type Result struct {
 	Failed int
 	// Remaining pods must still leave the Node, terminating ones included.
 	Remaining int
-	// VolumeAttachmentsDeleted is how many of the Node's VolumeAttachments
-	// a forced drain deleted.
-	VolumeAttachmentsDeleted int
 }
 
 // Step performs one round of the drain and returns at once. It updates
@@ -142,17 +139,7 @@ func forceStep(ctx context.Context, c client.Client, status *v1alpha1.DrainStatu
 		res.count(tr)
 		r.failure(tasks[i].pod, tr)
 	}
-	n, vaErr := deleteVolumeAttachments(ctx, c, opts.NodeName)
-	res.VolumeAttachmentsDeleted = n
 	res.finish(status, opts)
-	if vaErr != nil {
-		// Not done until the volumes are released: retried next round.
-		res.Failed++
-		res.Done, res.RequeueAfter = false, opts.RetryInterval
-		if r.firstErr == "" {
-			r.firstErr = vaErr.Error()
-		}
-	}
 	res.Message = r.render(res, status, opts, p)
 	return res
 }

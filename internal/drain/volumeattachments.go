@@ -9,15 +9,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// deleteVolumeAttachments deletes the VolumeAttachments of a Node whose
-// drain is forced, and returns how many it deleted. A forced drain means
-// the Node is unreachable or out of time: its kubelet will not unmount,
-// and the attach-detach controller waits minutes (its maximum wait for an
-// unmount) before it detaches a volume it cannot see unmounted, so the
-// pods just deleted could not attach their ReadWriteOnce volumes anywhere
-// else meanwhile. Deleting the VolumeAttachment lets the CSI attacher
-// detach the volume now; the Node and its VM are deleted next anyway.
-func deleteVolumeAttachments(ctx context.Context, c client.Client, node string) (int, error) {
+// ReleaseVolumeAttachments deletes the VolumeAttachments of a Node whose
+// VM is gone, and returns how many it deleted. Call it only once the VM
+// is confirmed deleted: while the VM runs, its volumes may still be
+// mounted, and releasing them would let a rescheduled pod attach a
+// ReadWriteOnce volume elsewhere while the old VM still writes to it (the
+// attach-detach controller waits for an unmount for exactly that reason).
+// Once the VM is gone nobody can unmount, so without this the
+// attach-detach controller would wait minutes (its maximum wait for an
+// unmount) before it detached the volumes of a Node whose drain was
+// forced.
+func ReleaseVolumeAttachments(ctx context.Context, c client.Client, node string) (int, error) {
 	var list storagev1.VolumeAttachmentList
 	if err := c.List(ctx, &list); err != nil {
 		return 0, fmt.Errorf("listing VolumeAttachments: %w", err)

@@ -207,6 +207,14 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.
 	if s.node == nil {
 		return true, reconcile.Result{}, nil
 	}
+	// The VM is gone: nothing can write to the Node's volumes any more.
+	released, err := drain.ReleaseVolumeAttachments(ctx, r.TargetAPI, s.node.Name)
+	if released > 0 {
+		s.event(corev1.EventTypeNormal, "VolumesReleased", fmt.Sprintf("deleted %d VolumeAttachment(s) of Node %s, whose VM is gone", released, s.node.Name))
+	}
+	if err != nil {
+		return false, reconcile.Result{}, err
+	}
 	if err := r.Target.Delete(ctx, s.node); client.IgnoreNotFound(err) != nil {
 		return false, reconcile.Result{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -105,6 +106,14 @@ func TestBlockedDrainResumesAfterRestartAndForceDeletionEndsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A volume attached to the Node: released only once the VM is gone.
+	va := &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: "va-" + h.NS},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "csi.example.com", NodeName: nodeName,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr.To("pv-" + h.NS)}},
+	}
+	h.Create(va)
+
 	h.DeleteMachine("m")
 	var attempts int32
 	h.Eventually(20*time.Second, "the drain to be refused a few times", func() (bool, error) {
@@ -125,6 +134,9 @@ func TestBlockedDrainResumesAfterRestartAndForceDeletionEndsIt(t *testing.T) {
 	if _, err := h.Node(nodeName); err != nil {
 		t.Fatalf("the Node must not be deleted while its drain is blocked: %v", err)
 	}
+	if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(va), &storagev1.VolumeAttachment{}); err != nil {
+		t.Fatalf("the VolumeAttachment must stay while the VM runs: %v", err)
+	}
 
 	m := h.Get("m")
 	patch := client.MergeFrom(m.DeepCopy())
@@ -137,6 +149,10 @@ func TestBlockedDrainResumesAfterRestartAndForceDeletionEndsIt(t *testing.T) {
 		t.Errorf("the pod survived a forced drain (err %v)", err)
 	}
 	h.ExpectEvent("ForceDrain", "m")
+	if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(va), &storagev1.VolumeAttachment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Node's VolumeAttachment outlived its VM and Node (err %v)", err)
+	}
+	h.ExpectEvent("VolumesReleased", "m")
 }
 
 func TestDeletionRetriesDriverErrors(t *testing.T) {
