@@ -62,6 +62,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	}
 	mc := &machineclass.Reconciler{
 		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("machineclass-controller"),
 		Providers: func(p string) bool { _, ok := ds.byName[p]; return ok },
 	}

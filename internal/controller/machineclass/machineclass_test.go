@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
@@ -25,6 +26,7 @@ func newHarness(t *testing.T) *controllertest.Harness {
 	return controllertest.New(t, controllertest.Options{Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
 		r := &machineclass.Reconciler{
 			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("machineclass-controller"),
 			Providers: func(p string) bool { return p == "sim" },
 		}
@@ -102,4 +104,29 @@ func TestUnusedClassGoesAtOnceAndReportsAMissingDriver(t *testing.T) {
 		_, err := getClass(h, "other")
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// staleLists is a cache that has not seen any user of a class yet: its
+// lists are empty.
+type staleLists struct{ client.Client }
+
+func (staleLists) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+// A Machine the cache does not show yet still keeps the class's finalizer:
+// the API server is asked before it goes.
+func TestFinalizerStaysForAMachineTheCacheHasNotSeen(t *testing.T) {
+	h := newHarness(t)
+	h.Class("fresh", controllertest.SimSpec)
+	h.Machine("new", "fresh", nil)
+	h.Eventually(15*time.Second, "the class's finalizer", func() (bool, error) {
+		c, err := getClass(h, "fresh")
+		return err == nil && slices.Contains(c.Finalizers, v1alpha1.MachineClassFinalizer), err
+	})
+	r := &machineclass.Reconciler{Client: staleLists{controllertest.Env.Client}, APIReader: controllertest.Env.Client}
+	if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKey{Namespace: h.NS, Name: "fresh"}}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := getClass(h, "fresh"); err != nil || !slices.Contains(c.Finalizers, v1alpha1.MachineClassFinalizer) {
+		t.Fatalf("a reconcile from a cache behind dropped the finalizer of a class Machine new uses (err %v)", err)
+	}
 }

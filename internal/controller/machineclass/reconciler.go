@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -38,6 +40,9 @@ const conflictRetry = 200 * time.Millisecond
 type Reconciler struct {
 	// Client reads (from the cache) and writes the control cluster.
 	Client client.Client
+	// APIReader reads the control cluster without a cache: whether a class
+	// is unused is confirmed there before its finalizer goes.
+	APIReader client.Reader
 	// Recorder emits Events on MachineClasses.
 	Recorder events.EventRecorder
 	// Providers reports whether the manager has a driver for a
@@ -85,6 +90,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case u.any() && !deleting:
 		_, err = finalizer.Add(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
 	case u.any(): // the finalizer holds the class
+	case controllerutil.ContainsFinalizer(class, v1alpha1.MachineClassFinalizer) && r.usedLive(ctx, class):
+		// The cache has not seen a new user yet: its event comes.
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	default:
 		// Unused: nothing to protect (a Machine made later adds it again).
 		_, err = finalizer.Remove(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
@@ -129,6 +137,30 @@ func (r *Reconciler) users(ctx context.Context, class *v1alpha1.MachineClass) (u
 		return u, err
 	}
 	return users{machines: len(machines.Items), sets: len(sets.Items), deployments: len(deployments.Items)}, nil
+}
+
+// usedLive reports whether anything references the class, read from the
+// API server rather than the cache: the cache may not show a Machine just
+// made, and dropping the finalizer then could let the class go under a
+// Machine that needs it to delete its VM. An error counts as used.
+func (r *Reconciler) usedLive(ctx context.Context, class *v1alpha1.MachineClass) bool {
+	in := client.InNamespace(class.Namespace)
+	for _, l := range []client.ObjectList{&v1alpha1.MachineList{}, &v1alpha1.MachineSetList{}, &v1alpha1.MachineDeploymentList{}} {
+		if err := r.APIReader.List(ctx, l, in); err != nil {
+			return true
+		}
+		used := false
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			if c := classOf(o.(client.Object)); c != nil && c.Name == class.Name {
+				used = true
+			}
+			return nil
+		})
+		if used {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler) setStatus(class *v1alpha1.MachineClass, u users) {
