@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // NodeProviderIDIndex indexes Nodes by spec.providerID in the target cache.
@@ -104,7 +105,7 @@ func (r *Reconciler) syncNode(ctx context.Context, s *scope) (reconcile.Result, 
 	if apierrors.IsConflict(err) {
 		// The Node changed under us: redo from a fresh copy once the cache
 		// has it (its watch event most likely wakes us before).
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

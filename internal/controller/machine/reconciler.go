@@ -99,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// another controller added, our own status from the reconcile
 		// before): decide again from what is there.
 		s.log.V(1).Info("machine changed since it was read; reconciling again", "error", err.Error())
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	if s.gone {
 		r.failures.forget(m.UID)
@@ -117,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Read from a cache behind the Machine (see scope.patch): redo
 			// once the cache has caught up with the write we lost to.
 			s.log.V(1).Info("machine changed since it was read; reconciling again")
-			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching machine status: %w", perr)
 	}
@@ -133,10 +133,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 type Gate interface {
 	Frozen() (bool, string)
 }
-
-// conflictRetry is how soon a reconcile that lost a write race runs again:
-// long enough for the cache to see the write it lost to.
-const conflictRetry = 200 * time.Millisecond
 
 // frozenRequeue is how soon a Machine skipped while frozen is looked at again.
 const frozenRequeue = 5 * time.Second

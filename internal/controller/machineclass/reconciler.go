@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +19,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // Condition reasons and the Event reason set by the controller.
@@ -31,10 +31,6 @@ const (
 	// ReasonDeletionBlocked is the Warning Event on a class deleted while in use.
 	ReasonDeletionBlocked = "DeletionBlocked"
 )
-
-// conflictRetry is how soon a reconcile that lost a write race runs again:
-// long enough for the cache to see the write it lost to.
-const conflictRetry = 200 * time.Millisecond
 
 // Reconciler reconciles MachineClasses.
 type Reconciler struct {
@@ -92,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	case u.any(): // the finalizer holds the class
 	case controllerutil.ContainsFinalizer(class, v1alpha1.MachineClassFinalizer) && r.usedLive(ctx, class):
 		// The cache has not seen a new user yet: its event comes.
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	default:
 		// Unused: nothing to protect (a Machine made later adds it again).
 		_, err = finalizer.Remove(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
@@ -101,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil // the cache is behind: decide again
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil // the cache is behind: decide again
 	}
 	if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -114,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	err = h.PatchStatus(ctx, class)
 	if apierrors.IsConflict(err) {
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	return reconcile.Result{}, client.IgnoreNotFound(err)
 }

@@ -32,9 +32,6 @@ type Reconciler struct {
 	expectations expectations
 }
 
-// conflictRetry is how soon a reconcile that lost a write race runs again.
-const conflictRetry = 200 * time.Millisecond
-
 // Reconcile moves one MachineDeployment's rollout one step and records
 // where it stands.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -51,7 +48,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if apierrors.IsConflict(err) {
 		// Someone wrote in between; decide again from what they wrote.
 		s.log.V(1).Info("write conflict, retrying", "error", err.Error())
-		res, err = reconcile.Result{RequeueAfter: conflictRetry}, nil
+		res, err = reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	if s.skipStatus {
 		return requeue.Result(res, err)
@@ -67,14 +64,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsConflict(perr) {
 			// Read from a cache behind the deployment (our own last
 			// write, most often): decide again from what is there, after
-			// conflictRetry — or, when a step failed too, after the error
+			// requeue.ConflictRetry — or, when a step failed too, after the error
 			// backoff, which controller-runtime applies to an error and
 			// which starts shorter (a result beside an error is ignored).
 			s.log.V(1).Info("status write conflict, retrying", "error", perr.Error())
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/names"
 )
 
@@ -113,7 +114,7 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 			"collisionCount", *md.Status.CollisionCount)
 		// The status write does not wake us: look again soon.
 		s.stop = true
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	if err != nil {
 		s.event(corev1.EventTypeWarning, "CreateFailed", fmt.Sprintf("creating MachineSet %s: %v", ms.Name, err))

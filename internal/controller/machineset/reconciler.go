@@ -35,10 +35,6 @@ import (
 // in creation at once.
 const DefaultMaxCreationWindow = 256
 
-// conflictRetry is how soon a reconcile whose status write lost a race
-// runs again.
-const conflictRetry = 200 * time.Millisecond
-
 // Reconciler reconciles MachineSets.
 type Reconciler struct {
 	// Client reads (from the cache) and writes the control cluster.
@@ -96,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// A conflict means: decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
 	if apierrors.IsConflict(err) {
-		// Decide again from fresh state after conflictRetry — or, when
+		// Decide again from fresh state after requeue.ConflictRetry — or, when
 		// scaling failed too, after the error backoff, which
 		// controller-runtime applies to an error (a result beside an
 		// error is ignored) and which starts shorter.
@@ -104,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if scaleErr != nil {
 			return reconcile.Result{}, scaleErr
 		}
-		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	if err != nil {
 		return res, client.IgnoreNotFound(err)

@@ -3,9 +3,15 @@ package requeue
 
 import (
 	"context"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
+
+// ConflictRetry is how soon a reconcile that lost a write race (a
+// Conflict) runs again: long enough for the cache to see the write it lost
+// to, and without the error backoff and stack trace an error would bring.
+const ConflictRetry = 200 * time.Millisecond
 
 // Soonest returns the result asking to be called back soonest; a result
 // without RequeueAfter asks nothing and loses to any that does.
