@@ -125,12 +125,21 @@ func Join(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
 // bootstrap gets the node's client certificate and makes the Agent that
 // uses it.
 func bootstrap(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
-	begin := time.Now()
-	rc, err := Bootstrap(ctx, cfg, opts.CertDir)
+	// A certificate about to expire is not reused: the agent does not
+	// rotate it.
+	rc, err := reuseCredentials(opts.CertDir, cfg, time.Now(), time.Hour)
 	if err != nil {
-		return nil, err
+		opts.Logf("not reusing the client certificate in %s: %v", opts.CertDir, err)
 	}
-	opts.Logf("client certificate for system:node:%s issued after %s", cfg.NodeName, time.Since(begin).Round(time.Millisecond))
+	if rc != nil {
+		opts.Logf("reusing the client certificate for system:node:%s in %s", cfg.NodeName, opts.CertDir)
+	} else {
+		begin := time.Now()
+		if rc, err = Bootstrap(ctx, cfg, opts.CertDir); err != nil {
+			return nil, err
+		}
+		opts.Logf("client certificate for system:node:%s issued after %s", cfg.NodeName, time.Since(begin).Round(time.Millisecond))
+	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err

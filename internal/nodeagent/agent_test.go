@@ -306,3 +306,59 @@ func TestRunRetriesRegistrationWithItsCertificate(t *testing.T) {
 		t.Errorf("%d CSRs issued to the token (%v), want 1", n, err)
 	}
 }
+
+// TestRestartedAgentRejoinsWithItsCertificate: an agent started again after
+// its join (a restarted process, or a VM rebooted with its certificate
+// directory) rejoins with the certificate it has, as the kubelet does: its
+// bootstrap token is deleted once the Node joined, so bootstrapping again
+// would fail forever.
+func TestRestartedAgentRejoinsWithItsCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cs := kubernetes.NewForConfigOrDie(cluster.RESTConfig())
+	const node, providerID = "vm-restart", "millwright-libvirt://default/vm-restart"
+	ud, md, token := seed(t, cs, node, providerID)
+	cfg, err := ParseSeed(ud, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{CertDir: t.TempDir(), Logf: t.Logf}
+	if _, err := Join(ctx, cfg, opts); err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := bootstraptoken.Split(token)
+	key := bootstraptoken.Key(id)
+	if err := cs.CoreV1().Secrets(key.Namespace).Delete(ctx, key.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Join(ctx, cfg, opts)
+	if err != nil {
+		t.Fatalf("the agent started again after its token was deleted: %v", err)
+	}
+	if _, err := a.Client().CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); err != nil {
+		t.Errorf("reading its Node as system:node:%s: %v", node, err)
+	}
+	csrs, err := cs.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range csrs.Items {
+		if c.Spec.Username == "system:bootstrap:"+id {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d CSRs by system:bootstrap:%s, want 1: the second start bootstrapped again", n, id)
+	}
+
+	// A certificate for another node, or about to expire, is not taken.
+	other := cfg
+	other.NodeName = "not-" + node
+	if rc, err := reuseCredentials(opts.CertDir, other, time.Now(), time.Hour); rc != nil || err == nil {
+		t.Errorf("reuseCredentials for %s with %s's certificate = %v, %v; want an error", other.NodeName, node, rc, err)
+	}
+	if rc, err := reuseCredentials(opts.CertDir, cfg, time.Now().AddDate(2, 0, 0), time.Hour); rc != nil || err == nil || !strings.Contains(err.Error(), "expires") {
+		t.Errorf("reuseCredentials two years on = %v, %v; want an expiry error", rc, err)
+	}
+}

@@ -6,13 +6,16 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -117,4 +120,44 @@ func writeCredentials(dir string, cfg JoinConfig, certPEM, keyPEM []byte) error 
 	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
 	kc.CurrentContext = "default"
 	return clientcmd.WriteToFile(*kc, filepath.Join(dir, kubeconfigFile))
+}
+
+// reuseCredentials returns the client configuration of the certificate a
+// previous run of the agent wrote into certDir, when it is still good for
+// this node for at least minValid: a restarted agent (or a rebooted VM
+// keeping its certificate directory) rejoins with it, as the kubelet does,
+// instead of bootstrapping again with a token that is deleted once the
+// Node has joined. nil without error when there is none; an error says why
+// a certificate there cannot be used.
+func reuseCredentials(certDir string, cfg JoinConfig, now time.Time, minValid time.Duration) (*rest.Config, error) {
+	certPEM, err := os.ReadFile(filepath.Join(certDir, certFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(certDir, keyFile))
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	if want := "system:node:" + cfg.NodeName; cert.Subject.CommonName != want {
+		return nil, fmt.Errorf("%s is for %s, not %s", certFile, cert.Subject.CommonName, want)
+	}
+	if cert.NotAfter.Before(now.Add(minValid)) {
+		return nil, fmt.Errorf("%s expires at %s", certFile, cert.NotAfter.Format(time.RFC3339))
+	}
+	return &rest.Config{
+		Host:            cfg.Server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CA, CertData: certPEM, KeyData: keyPEM},
+		UserAgent:       userAgent,
+	}, nil
 }
