@@ -10,6 +10,7 @@ import (
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"github.com/digitalocean/go-libvirt/socket/dialers"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -29,6 +30,9 @@ type conn struct {
 type conns struct {
 	mu sync.Mutex
 	m  map[string]*conn
+	// dials makes callers of one URI share its dial, outside mu: a daemon
+	// slow to answer holds up the calls for its URI only.
+	dials singleflight.Group
 }
 
 // get returns a live connection to uri, dialling if there is none. A
@@ -37,20 +41,39 @@ func (cs *conns) get(ctx context.Context, uri string) (*conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if c := cs.live(uri); c != nil {
+		return c, nil
+	}
+	v, err, _ := cs.dials.Do(uri, func() (any, error) {
+		if c := cs.live(uri); c != nil {
+			return c, nil
+		}
+		c, err := dial(uri)
+		if err != nil {
+			return nil, driver.Errorf(driver.Unavailable, "libvirt at %s is unreachable: %v", uri, err)
+		}
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if cs.m == nil {
+			cs.m = map[string]*conn{}
+		}
+		cs.m[uri] = c
+		return c, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*conn), nil
+}
+
+// live returns the connection to uri if it is up.
+func (cs *conns) live(uri string) *conn {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if c := cs.m[uri]; c != nil && c.l.IsConnected() {
-		return c, nil
+		return c
 	}
-	c, err := dial(uri)
-	if err != nil {
-		return nil, driver.Errorf(driver.Unavailable, "libvirt at %s is unreachable: %v", uri, err)
-	}
-	if cs.m == nil {
-		cs.m = map[string]*conn{}
-	}
-	cs.m[uri] = c
-	return c, nil
+	return nil
 }
 
 // closeAll disconnects every connection.
