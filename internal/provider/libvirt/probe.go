@@ -140,6 +140,7 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 		}
 		return Verdict{Why: "the host offers no KVM: " + err.Error()}, nil
 	}
+	destroyStaleProbes(c)
 	name := fmt.Sprintf("%s%d", probePrefix, time.Now().UnixNano())
 	log := consoleLog(d.opts.ConsoleDir, name)
 	defer os.Remove(log)
@@ -169,6 +170,21 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return Verdict{Why: fmt.Sprintf("a KVM guest did not finish booting its kernel within %s (broken nested virtualization hangs so)", d.opts.ProbeTimeout)}, nil
+}
+
+// destroyStaleProbes destroys the probe domains a driver stopped mid-probe
+// left running: transient, they go away once destroyed, and a probe's
+// kernel halts without powering off, so nothing else would end them.
+func destroyStaleProbes(c *conn) {
+	doms, _, err := c.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsActive|golibvirt.ConnectListDomainsTransient)
+	if err != nil {
+		return // the probe itself will say what is wrong
+	}
+	for _, dom := range doms {
+		if strings.HasPrefix(dom.Name, probePrefix) {
+			_ = c.l.DomainDestroy(dom)
+		}
+	}
 }
 
 // probeXML is a transient KVM domain booting kernel with nothing else: no

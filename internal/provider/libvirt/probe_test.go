@@ -49,6 +49,18 @@ func TestAutoDomainTypeBoots(t *testing.T) {
 	req := &driver.CreateMachineRequest{Machine: m, MachineClass: cl}
 	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
 
+	// A probe domain a driver killed mid-probe left running: the next
+	// probe destroys it (leftovers checks at the end).
+	stale, err := probeXML(probePrefix+"stale", testKernel(t), filepath.Join(fixture.dir, "stale-probe.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleDom, err := libvirtConn(t).DomainCreateXML(strings.Replace(stale, `type="kvm"`, `type="qemu"`, 1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = libvirtConn(t).DomainDestroy(staleDom) })
+
 	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, err := d.CreateMachine(short, req); err != nil && driver.CodeOf(err) != driver.Aborted {
