@@ -71,9 +71,16 @@ func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{w.kernel, w.initramfs} {
-		if _, err := os.Stat(f); err != nil {
+	// QEMU runs as libvirt's unprivileged user: it boots copies in the
+	// scenario's directory, which it can reach wherever the repository is.
+	for _, f := range []*string{&w.kernel, &w.initramfs} {
+		data, err := os.ReadFile(*f)
+		if err != nil {
 			t.Fatalf("%v: run `make tools` (hack/tools/vm.sh builds the VMs' kernel and initramfs)", err)
+		}
+		*f = filepath.Join(dir, filepath.Base(*f))
+		if err := os.WriteFile(*f, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 	l := golibvirt.NewWithDialer(dialers.NewLocal(dialers.WithLocalTimeout(5 * time.Second)))

@@ -2,6 +2,8 @@ package libvirt
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,10 +27,27 @@ func testKernel(t testing.TB) string {
 	if k == "" {
 		k = repoFile(t, "bin/vm/vmlinuz")
 	}
-	if _, err := os.Stat(k); err != nil {
+	data, err := os.ReadFile(k)
+	if err != nil {
 		t.Fatalf("no kernel to boot (%v): run `make tools`, or set %s to a Linux kernel image", err, kernelEnv)
 	}
-	return k
+	// QEMU runs as libvirt's unprivileged user: it boots a copy in the
+	// fixture's directory, which it can reach wherever the repository is.
+	// Written once, to a name of its own per source, renamed into place: a
+	// VM booting meanwhile never reads a half-written file.
+	copied := filepath.Join(fixture.dir, fmt.Sprintf("vmlinuz-%x", sha256.Sum256([]byte(k))))
+	if _, err := os.Stat(copied); err == nil {
+		return copied
+	}
+	tmp, err := os.CreateTemp(fixture.dir, "vmlinuz-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, werr := tmp.Write(data)
+	if err := errors.Join(werr, tmp.Chmod(0o644), tmp.Close(), os.Rename(tmp.Name(), copied)); err != nil {
+		t.Fatal(err)
+	}
+	return copied
 }
 
 // emptyInitramfs writes an initramfs holding nothing (a newc cpio archive
