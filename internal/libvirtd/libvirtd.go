@@ -98,6 +98,16 @@ func (d *Daemons) start(ctx context.Context, name, socket, logDir string) error 
 	return nil
 }
 
+// CanRestartLibvirtd says why RestartLibvirtd cannot work, if it cannot:
+// Ensure did not start libvirtd.
+func (d *Daemons) CanRestartLibvirtd() error {
+	if !slices.Contains(d.names, "libvirtd") {
+		return fmt.Errorf("libvirtd was running before this process started (by the host's service manager or another test binary): " +
+			"this process can only restart a libvirtd it started; stop that libvirtd (and the processes using it) and run again")
+	}
+	return nil
+}
+
 // RestartLibvirtd stops libvirtd with SIGTERM, as a service manager's
 // restart or a package upgrade does, and starts it again, for tests of what
 // survives a restart: QEMU processes are not libvirtd's children (libvirtd
@@ -108,11 +118,10 @@ func (d *Daemons) start(ctx context.Context, name, socket, logDir string) error 
 // other processes using the daemons to be done, as the restart would break
 // their connections.
 func (d *Daemons) RestartLibvirtd(ctx context.Context) error {
-	i := slices.Index(d.names, "libvirtd")
-	if i < 0 {
-		return fmt.Errorf("libvirtd was running before this process started (by the host's service manager or another test binary): " +
-			"this process can only restart a libvirtd it started; stop that libvirtd (and the processes using it) and run again")
+	if err := d.CanRestartLibvirtd(); err != nil {
+		return err
 	}
+	i := slices.Index(d.names, "libvirtd")
 	for {
 		var done bool
 		err := withLock(func() error {
