@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/millwright-dev/millwright/internal/localcluster"
@@ -34,6 +35,8 @@ const (
 // Daemons are the daemons Ensure started.
 type Daemons struct {
 	started []*localcluster.Process // in start order
+	names   []string                // of started, in the same order
+	logDir  string
 }
 
 // Ensure starts virtlogd and libvirtd unless they answer on their sockets
@@ -41,7 +44,7 @@ type Daemons struct {
 // until Stop. It fails, saying why, when they are not installed or do not
 // come up; it needs root, as qemu:///system does.
 func Ensure(ctx context.Context, logDir string) (*Daemons, error) {
-	d := &Daemons{}
+	d := &Daemons{logDir: logDir}
 	err := withLock(func() error {
 		if err := register(); err != nil {
 			return err
@@ -91,7 +94,56 @@ func (d *Daemons) start(ctx context.Context, name, socket, logDir string) error 
 		time.Sleep(100 * time.Millisecond)
 	}
 	d.started = append(d.started, p)
+	d.names = append(d.names, name)
 	return nil
+}
+
+// CanRestartLibvirtd says why RestartLibvirtd cannot work, if it cannot:
+// Ensure did not start libvirtd.
+func (d *Daemons) CanRestartLibvirtd() error {
+	if !slices.Contains(d.names, "libvirtd") {
+		return fmt.Errorf("libvirtd was running before this process started (by the host's service manager or another test binary): " +
+			"this process can only restart a libvirtd it started; stop that libvirtd (and the processes using it) and run again")
+	}
+	return nil
+}
+
+// RestartLibvirtd stops libvirtd with SIGTERM, as a service manager's
+// restart or a package upgrade does, and starts it again, for tests of what
+// survives a restart: QEMU processes are not libvirtd's children (libvirtd
+// daemonizes them), so running VMs keep running, and clients must
+// reconnect. It needs the libvirtd that Ensure started, and fails saying so
+// otherwise: one started by the host's service manager or by another
+// process is not this process's to restart. It waits (until ctx ends) for
+// other processes using the daemons to be done, as the restart would break
+// their connections.
+func (d *Daemons) RestartLibvirtd(ctx context.Context) error {
+	if err := d.CanRestartLibvirtd(); err != nil {
+		return err
+	}
+	i := slices.Index(d.names, "libvirtd")
+	for {
+		var done bool
+		err := withLock(func() error {
+			if n := otherUsers(); n > 0 {
+				if ctx.Err() != nil {
+					return fmt.Errorf("libvirtd not restarted: %d other processes still use it (%s)", n, usersDir)
+				}
+				return nil
+			}
+			done = true
+			if err := d.started[i].Stop(stopGrace); err != nil {
+				return err
+			}
+			d.started = slices.Delete(d.started, i, i+1)
+			d.names = slices.Delete(d.names, i, i+1)
+			return d.start(ctx, "libvirtd", Socket, d.logDir)
+		})
+		if done || err != nil {
+			return err
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // Stop ends this process's use of the daemons. The daemons it started
@@ -112,7 +164,7 @@ func (d *Daemons) Stop(ctx context.Context) error {
 			for i := len(d.started) - 1; i >= 0; i-- {
 				errs = append(errs, d.started[i].Stop(stopGrace))
 			}
-			d.started, stopped = nil, true
+			d.started, d.names, stopped = nil, nil, true
 			return nil
 		})
 		if stopped {

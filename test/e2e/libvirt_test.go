@@ -83,13 +83,11 @@ func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
 			t.Fatal(err)
 		}
 	}
-	l := golibvirt.NewWithDialer(dialers.NewLocal(dialers.WithLocalTimeout(5 * time.Second)))
-	if err := l.ConnectToURI(golibvirt.QEMUSystem); err != nil {
+	if err := w.connect(); err != nil {
 		t.Fatalf("connecting to libvirt: %v", err)
 	}
-	w.l = l
 	x, _ := (&libvirtxml.StoragePool{Type: "dir", Name: w.pool, Target: &libvirtxml.StoragePoolTarget{Path: filepath.Join(dir, "pool")}}).Marshal()
-	if _, err := l.StoragePoolCreateXML(x, 0); err != nil {
+	if _, err := w.l.StoragePoolCreateXML(x, 0); err != nil {
 		t.Fatalf("creating the scenario's storage pool: %v", err)
 	}
 
@@ -99,6 +97,17 @@ func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
 	w.driverArgs = append([]string{"--endpoint", s.socket, "--health-address", w.health, "--console-dir", w.consoleDir}, driverFlags...)
 	s.startLibvirtDriver()
 	return s
+}
+
+// connect (re)connects the test's own connection to libvirt, as after a
+// restart of libvirtd.
+func (w *vmWorld) connect() error {
+	l := golibvirt.NewWithDialer(dialers.NewLocal(dialers.WithLocalTimeout(5 * time.Second)))
+	if err := l.ConnectToURI(golibvirt.QEMUSystem); err != nil {
+		return err
+	}
+	w.l = l
+	return nil
 }
 
 // startLibvirtDriver starts millwright-libvirt with the scenario's flags
@@ -196,15 +205,24 @@ func (w *vmWorld) domainOf(machine string) (domain, error) {
 // killQEMU kills a running domain's QEMU with SIGKILL, behind libvirt's
 // back, as the OOM killer would.
 func (w *vmWorld) killQEMU(name string) error {
+	pid, err := qemuPID(name)
+	if err != nil {
+		return err
+	}
+	return syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// qemuPID is the pid of a running domain's QEMU, from libvirt's pid file.
+func qemuPID(name string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(qemuPIDDir, name+".pid"))
 	if err != nil {
-		return fmt.Errorf("the pid of domain %s: %w", name, err)
+		return 0, fmt.Errorf("the pid of domain %s: %w", name, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil {
-		return fmt.Errorf("the pid file of domain %s: %w", name, err)
+		return 0, fmt.Errorf("the pid file of domain %s: %w", name, err)
 	}
-	return syscall.Kill(pid, syscall.SIGKILL)
+	return pid, nil
 }
 
 // qemuProcesses lists the pids of the QEMU processes of the scenario's
@@ -254,6 +272,12 @@ func (w *vmWorld) consoleTail(name string, lines int) string {
 // cleanup destroys and undefines the scenario's domains (logging their
 // consoles' tails if the test failed), then removes its pool and directory.
 func (w *vmWorld) cleanup(t testing.TB) {
+	if !w.l.IsConnected() { // libvirtd was restarted
+		if err := w.connect(); err != nil {
+			t.Errorf("reconnecting to libvirt for the cleanup: %v", err)
+			return
+		}
+	}
 	doms, err := w.domains()
 	if err != nil {
 		t.Errorf("listing the scenario's domains: %v", err)
@@ -269,7 +293,9 @@ func (w *vmWorld) cleanup(t testing.TB) {
 		if d.active {
 			_ = w.l.DomainDestroy(dom)
 		}
-		_ = w.l.DomainUndefine(dom)
+		// Persistent definitions too (/etc/libvirt/qemu), with whatever
+		// managed save or snapshot metadata would make a plain undefine fail.
+		_ = w.l.DomainUndefineFlags(dom, golibvirt.DomainUndefineManagedSave|golibvirt.DomainUndefineSnapshotsMetadata|golibvirt.DomainUndefineNvram)
 	}
 	if pool, err := w.l.StoragePoolLookupByName(w.pool); err == nil {
 		if vols, _, err := w.l.StoragePoolListAllVolumes(pool, 1, 0); err == nil {

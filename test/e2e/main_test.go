@@ -54,6 +54,8 @@ var (
 	k8s client.WithWatch
 	// binDir holds the binaries under test.
 	binDir string
+	// daemons are the libvirt daemons TestMain made sure run.
+	daemons *libvirtd.Daemons
 )
 
 func TestMain(m *testing.M) {
@@ -109,7 +111,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "installing the CRDs:", err)
 		return 1
 	}
-	daemons, err := libvirtd.Ensure(ctx, cluster.Dir())
+	daemons, err = libvirtd.Ensure(ctx, cluster.Dir())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: the VM scenarios need libvirtd and virtlogd (qemu:///system, as root): %v\n", err)
 		return 1
