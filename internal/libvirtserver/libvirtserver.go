@@ -7,7 +7,6 @@ package libvirtserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -24,15 +23,12 @@ import (
 const (
 	// readyTimeout bounds one /readyz check: a hung libvirtd is not ready.
 	readyTimeout = 5 * time.Second
-	// healthShutdownTimeout bounds the health server's graceful stop.
-	healthShutdownTimeout = 5 * time.Second
 )
 
 // Options are millwright-libvirt's settings, one field per flag.
 type Options struct {
-	// Endpoint serves the driver: unix:///path.sock or tcp://host:port.
-	// Empty: $MILLWRIGHT_DRIVER_ENDPOINT.
-	Endpoint string
+	// PluginFlags are the endpoint, name and log flags.
+	cli.PluginFlags
 	// HealthAddress serves /healthz and /readyz; empty: off.
 	HealthAddress string
 	// DefaultURI is the libvirt daemon of classes whose providerSpec names none.
@@ -44,25 +40,17 @@ type Options struct {
 	Reconnect time.Duration
 	// KVMProbeTimeout bounds the KVM probe of domainType auto.
 	KVMProbeTimeout time.Duration
-	// Name is the driver's name, as MachineClass spec.provider names it.
-	Name string
-	// LogLevel is debug, info, warn or error.
-	LogLevel string
-	// LogFormat is text or json.
-	LogFormat string
 }
 
 // NewOptions returns the defaults of every flag.
 func NewOptions() *Options {
 	return &Options{
+		PluginFlags:     cli.NewPluginFlags(libvirt.DefaultName),
 		HealthAddress:   "127.0.0.1:8091",
 		DefaultURI:      libvirt.DefaultURI,
 		ConsoleDir:      libvirt.DefaultConsoleDir,
 		Reconnect:       5 * time.Second,
 		KVMProbeTimeout: libvirt.DefaultProbeTimeout,
-		Name:            libvirt.DefaultName,
-		LogLevel:        "info",
-		LogFormat:       "text",
 	}
 }
 
@@ -88,20 +76,7 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	g.Go(func() error { return d.Start(gctx, o.Reconnect) })
 	g.Go(func() error { return driver.ServeEndpoint(gctx, o.Endpoint, d) })
 	if healthLis != nil {
-		srv := &http.Server{Handler: healthHandler(d), ReadHeaderTimeout: 10 * time.Second}
-		log.Info("serving health checks", "address", healthLis.Addr().String())
-		g.Go(func() error {
-			if err := srv.Serve(healthLis); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("health server: %w", err)
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), healthShutdownTimeout)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
+		cli.ServeHTTP(gctx, g, log, "health checks", healthLis, healthHandler(d))
 	}
 	log.Info("libvirt driver running", "driver", o.Name, "endpoint", o.Endpoint, "defaultURI", o.DefaultURI, "consoleDir", o.ConsoleDir)
 	err := g.Wait()
@@ -129,39 +104,22 @@ func healthHandler(d *libvirt.Driver) http.Handler {
 // Validate checks every flag at once, one line per problem, as a
 // cli.UsageError. An empty Endpoint is taken from the environment first.
 func (o *Options) Validate() error {
-	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
-	}
-	if err := cli.ServeEndpoint(&o.Endpoint); err != nil {
-		bad("endpoint", "%v", err)
-	}
+	var c cli.Checks
+	o.PluginFlags.Check(&c)
 	if err := cli.CheckListenAddress(o.HealthAddress, false); err != nil {
-		bad("health-address", "%v", err)
+		c.Bad("health-address", "%v", err)
 	}
 	if err := libvirt.CheckURI(o.DefaultURI); err != nil {
-		bad("default-uri", "%v", err)
+		c.Bad("default-uri", "%v", err)
 	}
 	if o.ConsoleDir == "" {
-		bad("console-dir", "must not be empty")
+		c.Bad("console-dir", "must not be empty")
 	}
 	if o.Reconnect <= 0 {
-		bad("reconnect", "must be a positive duration, got %s", o.Reconnect)
+		c.Bad("reconnect", "must be a positive duration, got %s", o.Reconnect)
 	}
 	if o.KVMProbeTimeout <= 0 {
-		bad("kvm-probe-timeout", "must be a positive duration, got %s", o.KVMProbeTimeout)
+		c.Bad("kvm-probe-timeout", "must be a positive duration, got %s", o.KVMProbeTimeout)
 	}
-	if o.Name == "" {
-		bad("name", "must not be empty")
-	}
-	if _, err := cli.ParseLevel(o.LogLevel); err != nil {
-		bad("log-level", "%v", err)
-	}
-	if err := cli.CheckLogFormat(o.LogFormat); err != nil {
-		bad("log-format", "%v", err)
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return &cli.UsageError{Err: errors.Join(errs...)}
+	return c.Err()
 }

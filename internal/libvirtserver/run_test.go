@@ -11,7 +11,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/libvirtd"
@@ -57,10 +56,10 @@ func serve(t *testing.T, uri string) (*driver.Client, string, *syncWriter) {
 // log says so, and calls answer Unavailable, so Machines wait.
 func TestUnreachableLibvirtIsWaitedFor(t *testing.T) {
 	c, health, logs := serve(t, "qemu:///system?socket=/nonexistent/libvirt-sock")
-	poll(t, "the log to say libvirt is unreachable", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the log to say libvirt is unreachable", func() (bool, error) {
 		return strings.Contains(logs.String(), "libvirt unreachable; retrying"), nil
 	})
-	poll(t, "/readyz to say libvirt is unreachable", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "/readyz to say libvirt is unreachable", func() (bool, error) {
 		code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
 		return err == nil && code == 503 && strings.Contains(body, "unreachable"), nil
 	})
@@ -82,19 +81,11 @@ func TestUnreachableLibvirtIsWaitedFor(t *testing.T) {
 // TestReadyWithLibvirt checks /readyz answers 200 once libvirt answers.
 func TestReadyWithLibvirt(t *testing.T) {
 	_, health, logs := serve(t, "qemu:///system")
-	poll(t, "/readyz to answer 200", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "/readyz to answer 200", func() (bool, error) {
 		code, _, err := testenv.HTTPGet("http://" + health + "/readyz")
 		return err == nil && code == 200, nil
 	})
-	poll(t, "the log to say it connected", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the log to say it connected", func() (bool, error) {
 		return strings.Contains(logs.String(), "connected to libvirt"), nil
 	})
-}
-
-func poll(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }

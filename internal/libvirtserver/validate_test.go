@@ -17,8 +17,8 @@ func TestValidateNamesEveryBadFlag(t *testing.T) {
 		t.Fatalf("the defaults are refused: %v", err)
 	}
 	o = &Options{
-		Endpoint: "unix://relative", HealthAddress: "nohostport", DefaultURI: "::",
-		Reconnect: 0, KVMProbeTimeout: -1, LogLevel: "loud", LogFormat: "xml",
+		PluginFlags:   cli.PluginFlags{Endpoint: "unix://relative", LogLevel: "loud", LogFormat: "xml"},
+		HealthAddress: "nohostport", DefaultURI: "::", Reconnect: 0, KVMProbeTimeout: -1,
 	}
 	err := o.Validate()
 	var usage *cli.UsageError

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/millwright-dev/millwright/internal/bootstraptoken"
@@ -67,13 +66,6 @@ func seed(t *testing.T, cs kubernetes.Interface, node, providerID string) (userD
 	}
 	metaData = fmt.Appendf(nil, "instance-id: uid-%s\nlocal-hostname: %s\nprovider-id: %s\n", node, node, providerID)
 	return userData, metaData, token
-}
-
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, time.Minute, true, cond); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
 }
 
 func TestJoin(t *testing.T) {
@@ -163,7 +155,7 @@ func TestJoin(t *testing.T) {
 
 	t.Run("the Lease is renewed", func(t *testing.T) {
 		var first time.Time
-		poll(t, "the Lease to be created", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, time.Minute, "the Lease to be created", func() (bool, error) {
 			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
@@ -174,7 +166,7 @@ func TestJoin(t *testing.T) {
 			first = l.Spec.RenewTime.Time
 			return true, nil
 		})
-		poll(t, "the Lease to be renewed", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, time.Minute, "the Lease to be renewed", func() (bool, error) {
 			l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
 			return err == nil && l.Spec.RenewTime.After(first), err
 		})
@@ -298,7 +290,7 @@ func TestRunRetriesRegistrationWithItsCertificate(t *testing.T) {
 	if err := cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the agent's Node to be registered and Ready", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, time.Minute, "the agent's Node to be registered and Ready", func() (bool, error) {
 		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		return err == nil && n.Spec.ProviderID == providerID && testenv.NodeReady(n), nil
 	})

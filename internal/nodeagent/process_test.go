@@ -1,12 +1,12 @@
 package nodeagent
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +45,7 @@ func TestAgentProcess(t *testing.T) {
 		"--meta-data="+filepath.Join(dir, "meta-data"), "--cert-dir="+certDir, "--node-lease-duration=4s"); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the Node to be Ready", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, time.Minute, "the Node to be Ready", func() (bool, error) {
 		if exited, err := cluster.ProcessExited(node); exited {
 			out, _ := os.ReadFile(cluster.LogPath(node))
 			t.Fatalf("the agent exited: %v\n%s", err, out)

@@ -1,6 +1,7 @@
 package simserver
 
 import (
+	"context"
 	"io"
 	"log/slog"
 
@@ -13,7 +14,7 @@ import (
 
 // AddFlags defines every flag on fs, bound to o; o's values are the defaults.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Endpoint, "endpoint", o.Endpoint, "where to serve the driver: unix:///path.sock or tcp://host:port (default $MILLWRIGHT_DRIVER_ENDPOINT)")
+	o.PluginFlags.AddFlags(fs)
 	fs.StringVar(&o.AdminAddress, "admin-address", o.AdminAddress, "address of the admin HTTP API (faults, outages, VM listing); empty: off")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "kubeconfig of the cluster the Nodes register in; empty: $KUBECONFIG, in-cluster, ~/.kube/config")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to the API server")
@@ -22,9 +23,6 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.NodeWorkers, "node-workers", o.NodeWorkers, "Nodes registered and updated concurrently")
 	fs.DurationVar(&o.NodeResync, "node-resync", o.NodeResync, "check every live VM's Node again this often")
 	fs.StringVar(&o.SnapshotPath, "snapshot", o.SnapshotPath, "JSON file keeping the cloud across restarts; empty: memory only")
-	fs.StringVar(&o.Name, "name", o.Name, "the driver's name, as MachineClass spec.provider names it")
-	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "debug, info, warn or error")
-	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "text or json")
 	fs.BoolVar(&o.InfraController, "infra-controller", o.InfraController, "also run the SimMachine controller (infrastructure.millwright.dev, a contract provider) on the cluster of --kubeconfig, making its VMs in this sim's cloud, and the SimMachineTemplate controller, which fills the templates' status.capacity")
 	fs.IntVar(&o.InfraWorkers, "infra-workers", o.InfraWorkers, "SimMachines reconciled concurrently (with --infra-controller)")
 }
@@ -40,21 +38,10 @@ func NewCommand(logOut io.Writer) *cobra.Command {
 		Long: `millwright-sim is Millwright's simulated cloud as its own program: it serves
 the "` + sim.DefaultName + `" driver over gRPC at --endpoint, an admin HTTP API at
 --admin-address, and registers its VMs' Nodes in the cluster of --kubeconfig.`,
-		Example:       `  millwright-sim --endpoint unix:///tmp/sim.sock --node-mode builtin --snapshot /tmp/sim.json`,
-		Args:          cli.NoArgs,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			log := cli.NewLogger(logOut, o.LogLevel, o.LogFormat)
-			// pkg/driver's server logs through the default logger.
-			slog.SetDefault(log)
-			return Run(cmd.Context(), o, log)
-		},
+		Example: `  millwright-sim --endpoint unix:///tmp/sim.sock --node-mode builtin --snapshot /tmp/sim.json`,
 	}
 	o.AddFlags(cmd.Flags())
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cli.UsageError{Err: err} })
-	return cmd
+	return cli.PluginCommand(cmd, logOut, &o.PluginFlags, o.Validate, func(ctx context.Context, log *slog.Logger) error {
+		return Run(ctx, o, log)
+	})
 }

@@ -8,11 +8,9 @@ package simserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -25,15 +23,10 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// adminShutdownTimeout bounds the admin API's graceful stop: its requests
-// are quick, and a stuck client must not hold the sim up.
-const adminShutdownTimeout = 5 * time.Second
-
 // Options are millwright-sim's settings, one field per flag.
 type Options struct {
-	// Endpoint serves the driver: unix:///path.sock or tcp://host:port.
-	// Empty: $MILLWRIGHT_DRIVER_ENDPOINT.
-	Endpoint string
+	// PluginFlags are the endpoint, name and log flags.
+	cli.PluginFlags
 	// AdminAddress serves the admin HTTP API; empty: off.
 	AdminAddress string
 	// Kubeconfig reaches the cluster the Nodes register in. Empty:
@@ -50,12 +43,6 @@ type Options struct {
 	NodeResync time.Duration
 	// SnapshotPath keeps the cloud across restarts; empty: memory only.
 	SnapshotPath string
-	// Name is the driver's name, as MachineClass spec.provider names it.
-	Name string
-	// LogLevel is debug, info, warn or error.
-	LogLevel string
-	// LogFormat is text or json.
-	LogFormat string
 	// InfraController runs the SimMachine controller (contract provider)
 	// in the sim process, against the same cloud the driver serves.
 	InfraController bool
@@ -66,15 +53,13 @@ type Options struct {
 // NewOptions returns the defaults of every flag.
 func NewOptions() *Options {
 	return &Options{
+		PluginFlags:  cli.NewPluginFlags(sim.DefaultName),
 		AdminAddress: "127.0.0.1:8090",
 		KubeAPIQPS:   50,
 		KubeAPIBurst: 100,
 		NodeMode:     string(sim.NodeModeKwok),
 		NodeWorkers:  8,
 		NodeResync:   5 * time.Minute,
-		Name:         sim.DefaultName,
-		LogLevel:     "info",
-		LogFormat:    "text",
 		InfraWorkers: 8,
 	}
 }
@@ -122,20 +107,7 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	}
 	g.Go(func() error { return driver.ServeEndpoint(gctx, o.Endpoint, s) })
 	if adminLis != nil {
-		srv := &http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
-		log.Info("serving admin API", "address", adminLis.Addr().String())
-		g.Go(func() error {
-			if err := srv.Serve(adminLis); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("admin API: %w", err)
-			}
-			return nil
-		})
-		g.Go(func() error {
-			<-gctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
-			defer cancel()
-			return srv.Shutdown(sctx)
-		})
+		cli.ServeHTTP(gctx, g, log, "admin API", adminLis, s.AdminHandler())
 	}
 	log.Info("sim running", "driver", o.Name, "endpoint", o.Endpoint, "nodeMode", o.NodeMode, "snapshot", o.SnapshotPath, "infraController", o.InfraController)
 	err = g.Wait()
@@ -146,47 +118,30 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 // Validate checks every flag at once, one line per problem, as a
 // cli.UsageError. An empty Endpoint is taken from the environment first.
 func (o *Options) Validate() error {
-	var errs []error
-	bad := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
-	}
-	if err := cli.ServeEndpoint(&o.Endpoint); err != nil {
-		bad("endpoint", "%v", err)
-	}
+	var c cli.Checks
+	o.PluginFlags.Check(&c)
 	if err := cli.CheckListenAddress(o.AdminAddress, false); err != nil {
-		bad("admin-address", "%v", err)
+		c.Bad("admin-address", "%v", err)
 	}
 	switch sim.NodeMode(o.NodeMode) {
 	case sim.NodeModeKwok, sim.NodeModeBuiltin:
 	default:
-		bad("node-mode", "%q: want %s or %s", o.NodeMode, sim.NodeModeKwok, sim.NodeModeBuiltin)
+		c.Bad("node-mode", "%q: want %s or %s", o.NodeMode, sim.NodeModeKwok, sim.NodeModeBuiltin)
 	}
 	if o.NodeWorkers < 1 {
-		bad("node-workers", "must be at least 1, got %d", o.NodeWorkers)
+		c.Bad("node-workers", "must be at least 1, got %d", o.NodeWorkers)
 	}
 	if o.NodeResync <= 0 {
-		bad("node-resync", "must be a positive duration, got %s", o.NodeResync)
+		c.Bad("node-resync", "must be a positive duration, got %s", o.NodeResync)
 	}
 	if o.KubeAPIQPS <= 0 {
-		bad("kube-api-qps", "must be positive, got %g", o.KubeAPIQPS)
+		c.Bad("kube-api-qps", "must be positive, got %g", o.KubeAPIQPS)
 	}
 	if o.KubeAPIBurst < 1 {
-		bad("kube-api-burst", "must be at least 1, got %d", o.KubeAPIBurst)
-	}
-	if o.Name == "" {
-		bad("name", "must not be empty")
+		c.Bad("kube-api-burst", "must be at least 1, got %d", o.KubeAPIBurst)
 	}
 	if o.InfraWorkers < 1 {
-		bad("infra-workers", "must be at least 1, got %d", o.InfraWorkers)
+		c.Bad("infra-workers", "must be at least 1, got %d", o.InfraWorkers)
 	}
-	if _, err := cli.ParseLevel(o.LogLevel); err != nil {
-		bad("log-level", "%v", err)
-	}
-	if err := cli.CheckLogFormat(o.LogFormat); err != nil {
-		bad("log-format", "%v", err)
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return &cli.UsageError{Err: errors.Join(errs...)}
+	return c.Err()
 }

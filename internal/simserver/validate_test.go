@@ -29,9 +29,11 @@ func TestFlags(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Endpoint: "unix:///tmp/s.sock", AdminAddress: "127.0.0.1:9999", Kubeconfig: "/k",
+	want := Options{
+		PluginFlags:  cli.PluginFlags{Endpoint: "unix:///tmp/s.sock", Name: "sim2", LogLevel: "info", LogFormat: "text"},
+		AdminAddress: "127.0.0.1:9999", Kubeconfig: "/k",
 		KubeAPIQPS: 50, KubeAPIBurst: 100, NodeMode: "builtin", NodeWorkers: 2, NodeResync: time.Minute,
-		SnapshotPath: "/tmp/s.json", Name: "sim2", LogLevel: "info", LogFormat: "text",
+		SnapshotPath:    "/tmp/s.json",
 		InfraController: true, InfraWorkers: 3}
 	if *o != want {
 		t.Errorf("got %+v\nwant %+v", *o, want)

@@ -65,6 +65,25 @@ func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl
 	})
 }
 
+// Eventually polls cond every 50ms until it holds and returns how long
+// that took; it fails the test after bound with cond's last error. An
+// error does not end the wait (the object may not exist yet): the last
+// one is reported if the bound passes.
+func Eventually(t testing.TB, bound time.Duration, what string, cond func() (bool, error)) time.Duration {
+	t.Helper()
+	began := time.Now()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, bound, true, func(context.Context) (bool, error) {
+		ok, err := cond()
+		last = err
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v (last error: %v)", bound, what, err, last)
+	}
+	return time.Since(began)
+}
+
 // Consistently polls cond every 100ms for d and fails the test as soon as
 // it is false or errs: the check that something does not happen, without
 // sleeping through the window blind.

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -78,7 +77,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	sim := start(t, "millwright-sim", simBin, simArgs...)
 	manager := start(t, "millwright-manager", managerBin, managerArgs...)
 
-	eventually(ctx, t, time.Minute, "the manager to be ready (/readyz)", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the manager to be ready (/readyz)", func() (bool, error) {
 		for _, p := range []*proc{sim, manager} {
 			if p.HasExited() {
 				t.Fatalf("%s exited:\n%s", p.Name, p.LogTail(30))
@@ -94,7 +93,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		t.Errorf("/metrics on the Deployment's metrics address answered %d (%v)", code, err)
 	}
 	lease := &coordinationv1.Lease{}
-	eventually(ctx, t, time.Minute, "the manager to hold its Lease", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the manager to hold its Lease", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: systemNS, Name: "millwright-manager.machine.millwright.dev"}, lease)
 		return err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != "", err
 	})
@@ -129,7 +128,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	create(ctx, t, md)
 
 	machine := &v1alpha1.Machine{}
-	eventually(ctx, t, 2*time.Minute, "the deployment's Machine to be Running", func() (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, "the deployment's Machine to be Running", func() (bool, error) {
 		list := &v1alpha1.MachineList{}
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -146,7 +145,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	nodeName := machine.Status.NodeRef.Name
 	// The token was created (the VM could not be made without it) and,
 	// the Node having joined, deleted.
-	eventually(ctx, t, 30*time.Second, "the bootstrap token to be deleted", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the bootstrap token to be deleted", func() (bool, error) {
 		secrets := &corev1.SecretList{}
 		if err := env.Client.List(ctx, secrets, client.InNamespace("kube-system")); err != nil {
 			return false, err
@@ -193,7 +192,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		},
 	}
 	create(ctx, t, pod)
-	eventually(ctx, t, 30*time.Second, "the pod to run (kwok)", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the pod to run (kwok)", func() (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)
 		return err == nil && pod.Status.Phase == corev1.PodRunning, err
 	})
@@ -206,7 +205,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	if err := env.Client.Patch(ctx, md, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, time.Minute, "the pod evicted and the drain waiting for its volume", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the pod evicted and the drain waiting for its volume", func() (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(machine), machine); err != nil {
 			return false, err
 		}
@@ -220,7 +219,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		return true, nil
 	})
 	setAttached(ctx, t, nodeName)
-	eventually(ctx, t, time.Minute, "the Machine and its Node to be gone", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the Machine and its Node to be gone", func() (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(machine), machine); !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("Machine still there (err %v), last operation %+v", err, machine.Status.LastOperation)
 		}
@@ -231,7 +230,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	})
 
 	// Events: every controller's (events.k8s.io), and leader election's (core).
-	eventually(ctx, t, 30*time.Second, "Events from each controller", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "Events from each controller", func() (bool, error) {
 		events := &eventsv1.EventList{}
 		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -247,7 +246,7 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		}
 		return true, nil
 	})
-	eventually(ctx, t, 30*time.Second, "the leader election Event", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the leader election Event", func() (bool, error) {
 		events := &corev1.EventList{}
 		if err := env.Client.List(ctx, events, client.InNamespace(systemNS)); err != nil {
 			return false, err
@@ -351,19 +350,4 @@ type proc = testenv.Process
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	return testenv.StartProcess(t, name, bin, args...)
-}
-
-// eventually polls cond every 200ms until it holds, failing the test after
-// bound with cond's last error.
-func eventually(ctx context.Context, t *testing.T, bound time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, bound, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v (last: %v)", bound, what, err, last)
-	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 const bootstrapGroup = "bootstrap.millwright.dev"
@@ -61,7 +62,7 @@ func checkTokenBootstrap(ctx context.Context, t *testing.T) {
 	create(ctx, t, ms)
 
 	machine := &v1alpha1.Machine{}
-	eventually(ctx, t, 2*time.Minute, "the token-bootstrapped Machine to be Running", func() (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, "the token-bootstrapped Machine to be Running", func() (bool, error) {
 		list := &v1alpha1.MachineList{}
 		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -82,7 +83,7 @@ func checkTokenBootstrap(ctx context.Context, t *testing.T) {
 	cfg := &unstructured.Unstructured{}
 	cfg.SetAPIVersion(bootstrapGroup + "/v1alpha1")
 	cfg.SetKind("TokenBootstrapConfig")
-	eventually(ctx, t, 30*time.Second, "the config to see the join and its token to be deleted", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the config to see the join and its token to be deleted", func() (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, cfg); err != nil {
 			return false, err
 		}
@@ -109,7 +110,7 @@ func checkTokenBootstrap(ctx context.Context, t *testing.T) {
 	if err := env.Client.Patch(ctx, ms, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(ctx, t, time.Minute, "the Machine and its config to be gone", func() (bool, error) {
+	testenv.Eventually(t, time.Minute, "the Machine and its config to be gone", func() (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(machine), &v1alpha1.Machine{}); !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("Machine still there (err %v)", err)
 		}

@@ -26,7 +26,7 @@ func TestManagerAndSimBinaries(t *testing.T) {
 	createMachine(t, ns, ns+"-m1")
 	waitRunning(t, ns, ns+"-m1", 60*time.Second)
 
-	eventually(t, 30*time.Second, "/readyz to answer 200", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "/readyz to answer 200", func() (bool, error) {
 		code, body, err := mgr.readyz()
 		if err == nil && code != 200 {
 			err = fmt.Errorf("/readyz %d: %s", code, body)
@@ -36,7 +36,7 @@ func TestManagerAndSimBinaries(t *testing.T) {
 	if code, _, err := testenv.HTTPGet("http://" + mgr.health + "/healthz"); code != 200 {
 		t.Errorf("/healthz: %d %v", code, err)
 	}
-	eventually(t, 10*time.Second, "/metrics to count the Running Machine", func() (bool, error) {
+	testenv.Eventually(t, 10*time.Second, "/metrics to count the Running Machine", func() (bool, error) {
 		body, err := mgr.scrape()
 		v, ok := metric(body, "millwright_machines", label("namespace", ns), label("phase", "Running"))
 		return ok && v == 1, err
@@ -48,7 +48,7 @@ func TestManagerAndSimBinaries(t *testing.T) {
 	if code := sim.WaitExit(t, exitBound); code != 0 {
 		t.Errorf("millwright-sim exited with %d after SIGTERM; want 0", code)
 	}
-	eventually(t, 15*time.Second, "/readyz to fail without the driver", func() (bool, error) {
+	testenv.Eventually(t, 15*time.Second, "/readyz to fail without the driver", func() (bool, error) {
 		code, body, err := mgr.readyz()
 		return code == 500 && strings.Contains(body, "[-]driver-sim failed"), err
 	})

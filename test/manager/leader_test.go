@@ -9,6 +9,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // The follower sees the Lease expire LeaseDuration after it last saw it
@@ -39,7 +41,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	b := startManager(t, "manager-b", ns, endpoint, leArgs...)
 
 	var leader, follower *managerProc
-	eventually(t, 30*time.Second, "one replica to lead", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "one replica to lead", func() (bool, error) {
 		aLeads, errA := a.leading()
 		bLeads, errB := b.leading()
 		if errA != nil || errB != nil {
@@ -74,12 +76,12 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	took := eventually(t, leaseDuration+renewDeadline, "the follower to take the Lease", func() (bool, error) {
+	took := testenv.Eventually(t, leaseDuration+renewDeadline, "the follower to take the Lease", func() (bool, error) {
 		h := holder(t, ns)
 		return h != "" && h != first, nil
 	})
 	t.Logf("%s took over %s after the leader was killed", follower.Name, took.Round(100*time.Millisecond))
-	eventually(t, 5*time.Second, follower.Name+" to say it leads", follower.leading)
+	testenv.Eventually(t, 5*time.Second, follower.Name+" to say it leads", follower.leading)
 
 	createMachine(t, ns, ns+"-m2")
 	waitRunning(t, ns, ns+"-m2", 60*time.Second)

@@ -2,14 +2,10 @@ package manager_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
@@ -21,24 +17,6 @@ type proc = testenv.Process
 func start(t *testing.T, name, bin string, args ...string) *proc {
 	t.Helper()
 	return testenv.StartProcess(t, name, bin, args...)
-}
-
-// eventually polls cond every 100ms until it holds, fails the test after
-// bound, and returns how long it took.
-func eventually(t *testing.T, bound time.Duration, what string, cond func() (bool, error)) time.Duration {
-	t.Helper()
-	began := time.Now()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, bound, true,
-		func(context.Context) (bool, error) {
-			ok, err := cond()
-			last = err
-			return ok, nil
-		})
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v (last error: %v)", bound, what, err, last)
-	}
-	return time.Since(began)
 }
 
 // metric returns the value of the sample of name whose labels include

@@ -54,7 +54,7 @@ func TestInProcessSimWithSeparateTargetCluster(t *testing.T) {
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: nodeName}, &corev1.Node{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a Node appeared in the control cluster (err %v)", err)
 	}
-	eventually(t, 30*time.Second, "/readyz to answer 200", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "/readyz to answer 200", func() (bool, error) {
 		code, _, err := m.readyz()
 		return code == 200, err
 	})

@@ -39,7 +39,7 @@ func startSim(t *testing.T, dir string) (*proc, string) {
 	p := start(t, "millwright-sim", simBin,
 		"--endpoint", endpoint, "--admin-address", admin,
 		"--kubeconfig", kubeconfig, "--node-mode", "builtin")
-	eventually(t, 30*time.Second, "the sim's admin API", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the sim's admin API", func() (bool, error) {
 		if p.HasExited() {
 			t.Fatalf("millwright-sim exited at start:\n%s", p.LogTail(20))
 		}
@@ -139,7 +139,7 @@ func create(t *testing.T, obj client.Object) {
 func waitRunning(t *testing.T, ns, name string, bound time.Duration) {
 	t.Helper()
 	m := &v1alpha1.Machine{}
-	eventually(t, bound, "Machine "+name+" to be Running", func() (bool, error) {
+	testenv.Eventually(t, bound, "Machine "+name+" to be Running", func() (bool, error) {
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
 			return false, err
 		}

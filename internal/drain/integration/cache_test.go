@@ -10,6 +10,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/drain"
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // The manager reads pods from a controller-runtime cache, where selecting
@@ -42,7 +43,7 @@ func TestDrainWithCachedClient(t *testing.T) {
 	b := newPod(t, ns, node.Name, "b")
 	elsewhere := newPod(t, ns, other.Name, "elsewhere")
 	waitRunning(t, a, b, elsewhere)
-	poll(t, "the cache to see the pods", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, timeout, "the cache to see the pods", func() (bool, error) {
 		var pods corev1.PodList
 		err := cached.List(ctx, &pods, client.MatchingFields{drain.PodNodeNameIndex: node.Name})
 		return len(pods.Items) == 2, err
@@ -51,7 +52,7 @@ func TestDrainWithCachedClient(t *testing.T) {
 	status := &v1alpha1.DrainStatus{}
 	opts := drain.Options{NodeName: node.Name}
 	evicted := 0
-	poll(t, "the drain on the cached client to finish", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, timeout, "the drain on the cached client to finish", func() (bool, error) {
 		res, err := drain.Step(ctx, cached, status, opts)
 		evicted += res.Evicted
 		return res.Done, err

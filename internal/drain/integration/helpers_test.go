@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,15 +23,6 @@ import (
 // timeout bounds every wait for the control plane, kwok or the disruption
 // controller.
 const timeout = 60 * time.Second
-
-// poll waits until cond holds, failing the test after timeout.
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, cond)
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
 
 // newNode creates a Node. A kwok Node is made Ready by kwok, which then
 // plays its kubelet; without kwok, pods on the Node stay as the test leaves
@@ -48,8 +38,8 @@ func newNode(t *testing.T, kwok bool) *corev1.Node {
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
 	if kwok {
-		poll(t, "kwok to make node "+node.Name+" Ready", func(ctx context.Context) (bool, error) {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), node)
+		testenv.Eventually(t, timeout, "kwok to make node "+node.Name+" Ready", func() (bool, error) {
+			err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), node)
 			return err == nil && testenv.NodeReady(node), err
 		})
 	}
@@ -130,8 +120,8 @@ func newPod(t *testing.T, ns, node, name string, opts ...podOption) *corev1.Pod 
 func waitRunning(t *testing.T, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, pod := range pods {
-		poll(t, "pod "+pod.Name+" to run", func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		testenv.Eventually(t, timeout, "pod "+pod.Name+" to run", func() (bool, error) {
+			if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), pod); err != nil {
 				return false, err
 			}
 			return pod.Status.Phase == corev1.PodRunning, nil
@@ -181,8 +171,8 @@ func deletionStarted(t *testing.T, pod *corev1.Pod) bool {
 func waitGone(t *testing.T, pods ...*corev1.Pod) {
 	t.Helper()
 	for _, pod := range pods {
-		poll(t, "pod "+pod.Name+" to be gone", func(ctx context.Context) (bool, error) {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+		testenv.Eventually(t, timeout, "pod "+pod.Name+" to be gone", func() (bool, error) {
+			err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pod), &corev1.Pod{})
 			if apierrors.IsNotFound(err) {
 				return true, nil
 			}
@@ -220,7 +210,7 @@ func step(t *testing.T, status *v1alpha1.DrainStatus, opts drain.Options) drain.
 func stepUntilDone(t *testing.T, status *v1alpha1.DrainStatus, opts drain.Options, check func(drain.Result)) drain.Result {
 	t.Helper()
 	var last drain.Result
-	poll(t, "the drain to finish", func(context.Context) (bool, error) {
+	testenv.Eventually(t, timeout, "the drain to finish", func() (bool, error) {
 		last = step(t, status, opts)
 		if check != nil {
 			check(last)
@@ -274,8 +264,8 @@ func newPDB(t *testing.T, ns string, labels map[string]string, minAvailable, hea
 // generation with the given number of healthy pods.
 func waitPDB(t *testing.T, pdb *policyv1.PodDisruptionBudget, healthy int32) {
 	t.Helper()
-	poll(t, "the disruption controller to compute the PodDisruptionBudget's status", func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
+	testenv.Eventually(t, timeout, "the disruption controller to compute the PodDisruptionBudget's status", func() (bool, error) {
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(pdb), pdb); err != nil {
 			return false, err
 		}
 		s := pdb.Status

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -65,7 +66,7 @@ func benchCreate(b *testing.B, spec, banner, booted string) {
 func waitConsole(b *testing.B, d *Driver, m *v1alpha1.Machine, start time.Time, text string) float64 {
 	b.Helper()
 	var at float64
-	eventually(b, timeoutBoot, fmt.Sprintf("%q on the console of %s", text, m.Name), func() (bool, error) {
+	testenv.Eventually(b, timeoutBoot, fmt.Sprintf("%q on the console of %s", text, m.Name), func() (bool, error) {
 		at = time.Since(start).Seconds()
 		return strings.Contains(d.ConsoleTail(m, 1000), text), nil
 	})
@@ -78,7 +79,7 @@ func settledRSSMiB(b *testing.B, domain string) float64 {
 	b.Helper()
 	last := qemuRSSMiB(b, domain)
 	var rss float64
-	eventually(b, timeoutBoot, "QEMU's memory to settle", func() (bool, error) {
+	testenv.Eventually(b, timeoutBoot, "QEMU's memory to settle", func() (bool, error) {
 		rss = qemuRSSMiB(b, domain)
 		settled := rss <= last*1.01
 		last = rss

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -118,7 +119,7 @@ func TestKernelBootConsoleAndNetwork(t *testing.T) {
 	}
 
 	const panicked = "end Kernel panic"
-	eventually(t, timeoutBoot, "the kernel's panic on the console", func() (bool, error) {
+	testenv.Eventually(t, timeoutBoot, "the kernel's panic on the console", func() (bool, error) {
 		return strings.Contains(d.ConsoleTail(m, 50), panicked), nil
 	})
 	if !strings.Contains(d.ConsoleTail(m, 500), "Linux version") {

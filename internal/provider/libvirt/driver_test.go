@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -190,7 +191,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 		t.Errorf("volumes after create: %v; want %v", got, want)
 	}
 	log := consoleLog(fixture.consoleDir, name)
-	eventually(t, timeoutBoot, "the console log to exist", func() (bool, error) {
+	testenv.Eventually(t, timeoutBoot, "the console log to exist", func() (bool, error) {
 		_, err := os.Stat(log)
 		return err == nil, nil
 	})

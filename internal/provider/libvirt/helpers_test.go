@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"libvirt.org/go/libvirtxml"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -163,15 +162,6 @@ func domainExists(t *testing.T, l *golibvirt.Libvirt, name string) bool {
 		t.Fatal(err)
 	}
 	return true
-}
-
-// eventually polls cond every 200ms until it holds, failing after bound.
-func eventually(t testing.TB, bound time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, bound, true, func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting %s for %s: %v", bound, what, err)
-	}
 }
 
 // repoFile is a path in the repository.

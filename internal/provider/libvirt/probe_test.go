@@ -12,6 +12,7 @@ import (
 	golibvirt "github.com/digitalocean/go-libvirt"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -26,7 +27,7 @@ func createWhenProbed(t *testing.T, d *Driver, req *driver.CreateMachineRequest)
 	t.Helper()
 	var resp *driver.CreateMachineResponse
 	var err error
-	eventually(t, timeoutBoot, "CreateMachine to stop answering Aborted", func() (bool, error) {
+	testenv.Eventually(t, timeoutBoot, "CreateMachine to stop answering Aborted", func() (bool, error) {
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		resp, err = d.CreateMachine(c, req)
@@ -81,7 +82,7 @@ func TestAutoDomainTypeBoots(t *testing.T) {
 	if got := domainType(t, domainName(m)); got != want {
 		t.Fatalf("the domain's type is %s; the verdict says %s", got, want)
 	}
-	eventually(t, timeoutBoot, "the VM's kernel to finish booting", func() (bool, error) {
+	testenv.Eventually(t, timeoutBoot, "the VM's kernel to finish booting", func() (bool, error) {
 		return strings.Contains(d.ConsoleTail(m, 50), probeBooted), nil
 	})
 	leftovers(t)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -169,7 +170,7 @@ func TestLatencyWaitsOnTheClock(t *testing.T) {
 		_, err := create(s, machine("m1", "c"), mc)
 		done <- err
 	}()
-	poll(t, "the create to wait on the clock", func() (bool, error) { return s.waiting.Load() == 1, nil })
+	testenv.Eventually(t, 30*time.Second, "the create to wait on the clock", func() (bool, error) { return s.waiting.Load() == 1, nil })
 	fc.Step(9 * time.Second)
 	select {
 	case err := <-done:
@@ -201,7 +202,7 @@ func TestJitterIsDeterministicAndBounded(t *testing.T) {
 		_, err := create(s, machine("m1", "c"), class("c", spec))
 		done <- err
 	}()
-	poll(t, "the create to wait on the clock", func() (bool, error) { return s.waiting.Load() == 1, nil })
+	testenv.Eventually(t, 30*time.Second, "the create to wait on the clock", func() (bool, error) { return s.waiting.Load() == 1, nil })
 	fc.Step(d1 - time.Nanosecond)
 	select {
 	case err := <-done:

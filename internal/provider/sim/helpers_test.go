@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -94,16 +93,6 @@ func wantCode(t *testing.T, what string, err error, want driver.Code) {
 	t.Helper()
 	if got := driver.CodeOf(err); got != want {
 		t.Fatalf("%s: got %v (code %s); want %s", what, err, got, want)
-	}
-}
-
-// poll waits for cond, failing the test after the bound.
-func poll(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

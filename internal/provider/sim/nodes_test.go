@@ -51,7 +51,7 @@ func readyOf(n *corev1.Node) (corev1.ConditionStatus, string) {
 func waitReady(t *testing.T, c client.Client, name string, want corev1.ConditionStatus) *corev1.Node {
 	t.Helper()
 	var node *corev1.Node
-	poll(t, fmt.Sprintf("Node %s Ready=%s", name, want), func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("Node %s Ready=%s", name, want), func() (bool, error) {
 		n, ok := getNode(t, c, name)
 		node = n
 		if !ok {
@@ -66,7 +66,7 @@ func waitReady(t *testing.T, c client.Client, name string, want corev1.Condition
 func waitNode(t *testing.T, c client.Client, name string) *corev1.Node {
 	t.Helper()
 	var node *corev1.Node
-	poll(t, "Node "+name, func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "Node "+name, func() (bool, error) {
 		n, ok := getNode(t, c, name)
 		node = n
 		return ok, nil
@@ -137,7 +137,7 @@ func TestBuiltinNodeRegistersAfterBootWithTheClassesShape(t *testing.T) {
 	if len(node.Status.Addresses) != 2 || node.Status.Addresses[0].Address != resp.Addresses[0].Address {
 		t.Errorf("addresses %v; want the VM's %v", node.Status.Addresses, resp.Addresses)
 	}
-	poll(t, "registration recorded", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "registration recorded", func() (bool, error) {
 		return s.Cloud().MachineVMs("default", "m1")[0].NodeRegisteredAt != nil, nil
 	})
 	if vm := s.Cloud().MachineVMs("default", "m1")[0]; !vm.NodeRegisteredAt.Equal(epoch.Add(30 * time.Second)) {
@@ -187,7 +187,7 @@ func TestNodeNotReadyFaultStrikesAfterTheDelay(t *testing.T) {
 	mc := class("c", withFaults(`{"nodeNotReady":{"after":"30s"}}`))
 	mustCreate(t, s, machine("m1", "c"), mc)
 	waitReady(t, c, "m1", corev1.ConditionTrue)
-	poll(t, "registration recorded", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "registration recorded", func() (bool, error) {
 		return s.Cloud().MachineVMs("default", "m1")[0].NodeRegisteredAt != nil, nil
 	})
 	fc.Step(29 * time.Second)
@@ -200,7 +200,7 @@ func TestNodeNotReadyFaultStrikesAfterTheDelay(t *testing.T) {
 	}
 	// The worker's timer was set on the fake clock at some point during
 	// the steps; keep stepping until it fires.
-	poll(t, "Node m1 NotReady", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "Node m1 NotReady", func() (bool, error) {
 		fc.Step(time.Second)
 		n, _ := getNode(t, c, "m1")
 		st, _ := readyOf(n)
@@ -234,7 +234,7 @@ func TestKwokNodeIsLeftToKwokAndMarkedForItsChaosStage(t *testing.T) {
 	if _, err := s.Cloud().KillVM(vm.ID); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the chaos label on the killed VM's Node", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the chaos label on the killed VM's Node", func() (bool, error) {
 		n, _ := getNode(t, c, "killed")
 		return n.Labels[KwokNotReadyLabel] == "true" &&
 			n.Annotations[kwokNotReadyPrefix+"reason"] == "NodeStatusUnknown", nil
@@ -244,14 +244,14 @@ func TestKwokNodeIsLeftToKwokAndMarkedForItsChaosStage(t *testing.T) {
 	if _, err := s.Cloud().SetNodeReady("sick", false); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the chaos label", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the chaos label", func() (bool, error) {
 		n, _ := getNode(t, c, "sick")
 		return n.Labels[KwokNotReadyLabel] == "true", nil
 	})
 	if _, err := s.Cloud().SetNodeReady("sick", true); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the chaos label to go", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the chaos label to go", func() (bool, error) {
 		n, _ := getNode(t, c, "sick")
 		_, marked := n.Labels[KwokNotReadyLabel]
 		_, reason := n.Annotations[kwokNotReadyPrefix+"reason"]
@@ -299,7 +299,7 @@ func TestRegistrationWaitsForAnOldNodeOfTheSameName(t *testing.T) {
 	if err := c.Delete(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the new Node", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the new Node", func() (bool, error) {
 		fc.Step(notYetGoneRetry)
 		n, ok := getNode(t, c, "m1")
 		return ok && n.Spec.ProviderID == resp.ProviderID, nil
@@ -351,7 +351,7 @@ func TestRegistrationDoesNotBlockDriverCalls(t *testing.T) {
 			mustCreate(t, s, machine(fmt.Sprintf("m%d", i), "c"), mc)
 		}
 	}()
-	poll(t, "50 creates while the API server is stuck", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "50 creates while the API server is stuck", func() (bool, error) {
 		select {
 		case <-done:
 			return true, nil
@@ -383,7 +383,7 @@ func TestFailingNodeWritesAreRetriedBoundedly(t *testing.T) {
 	start(t, s)
 	mustCreate(t, s, machine("bad", "c"), class("c", basicSpec))
 	for want := int32(1); want <= 4; want++ {
-		poll(t, fmt.Sprintf("attempt %d", want), func() (bool, error) {
+		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("attempt %d", want), func() (bool, error) {
 			fc.Step(time.Minute)
 			return attempts.Load() >= want, nil
 		})
@@ -398,7 +398,7 @@ func TestFailingNodeWritesAreRetriedBoundedly(t *testing.T) {
 	}
 	// The resync tries again.
 	fc.Step(resync)
-	poll(t, "the resync's attempt", func() (bool, error) { return attempts.Load() == 5, nil })
+	testenv.Eventually(t, 30*time.Second, "the resync's attempt", func() (bool, error) { return attempts.Load() == 5, nil })
 }
 
 // Like a kubelet, a VM registers its Node once: a deleted Node stays gone
@@ -409,7 +409,7 @@ func TestDeletedNodeIsNotRegisteredAgain(t *testing.T) {
 	start(t, s)
 	mustCreate(t, s, machine("m1", "c"), class("c", basicSpec))
 	node := waitNode(t, c, "m1")
-	poll(t, "registration recorded", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "registration recorded", func() (bool, error) {
 		return s.Cloud().MachineVMs("default", "m1")[0].NodeRegisteredAt != nil, nil
 	})
 	if err := c.Delete(context.Background(), node); err != nil {

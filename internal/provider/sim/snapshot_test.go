@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -84,7 +85,7 @@ func TestSnapshotIsSavedWhenTheCloudChanges(t *testing.T) {
 	go func() { stopped <- s.Start(ctx) }()
 	mustCreate(t, s, machine("m1", "c"), class("c", basicSpec))
 	// Saves are at least SnapshotInterval apart on the sim's clock.
-	poll(t, "the snapshot to hold m1", func() (bool, error) {
+	testenv.Eventually(t, 30*time.Second, "the snapshot to hold m1", func() (bool, error) {
 		fc.Step(time.Second)
 		data, err := os.ReadFile(path)
 		if os.IsNotExist(err) {
