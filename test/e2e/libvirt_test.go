@@ -17,6 +17,7 @@ import (
 	"github.com/digitalocean/go-libvirt/socket/dialers"
 	"libvirt.org/go/libvirtxml"
 
+	"github.com/millwright-dev/millwright/internal/logtail"
 	"github.com/millwright-dev/millwright/internal/provider/libvirt"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/internal/testenv"
@@ -266,7 +267,7 @@ func (w *vmWorld) volumes() ([]string, error) {
 
 // consoleTail is the last lines of a domain's console log.
 func (w *vmWorld) consoleTail(name string, lines int) string {
-	return (&testenv.Process{Log: filepath.Join(w.consoleDir, name+"-console.log")}).LogTail(lines)
+	return logtail.Tail(libvirt.ConsoleLog(w.consoleDir, name), lines)
 }
 
 // cleanup destroys and undefines the scenario's domains (logging their

@@ -40,7 +40,7 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 			name, f.meta.Namespace, f.meta.Name, req.MachineClass.Namespace, cl.byProviderID)
 	}
 	volumes := []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: diskVolume(name)}}
-	console := consoleLog(d.opts.ConsoleDir, name)
+	console := ConsoleLog(d.opts.ConsoleDir, name)
 	if f != nil {
 		if err := d.powerOff(ctx, c, f.dom, s.shutdownGrace); err != nil {
 			return nil, err

@@ -76,8 +76,9 @@ func domainUUID(name string) string {
 func seedVolume(domain string) string { return domain + "-seed.iso" }
 func diskVolume(domain string) string { return domain + "-disk.qcow2" }
 
-// consoleLog is where the serial console of domain is written.
-func consoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-console.log") }
+// ConsoleLog is where the serial console of domain is written in dir (the
+// driver's --console-dir), on the libvirt host.
+func ConsoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-console.log") }
 
 // userNetID names the user-mode netdev passed to QEMU directly.
 const userNetID = "mwnet0"

@@ -311,7 +311,7 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 		Namespace: m.Namespace, Name: m.Name, UID: string(m.UID),
 		ClassNamespace: req.MachineClass.Namespace, ClassName: req.MachineClass.Name,
 		NodeName:   nodeName,
-		ConsoleLog: consoleLog(d.opts.ConsoleDir, name),
+		ConsoleLog: ConsoleLog(d.opts.ConsoleDir, name),
 		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}},
 	}
 	var userData []byte
@@ -471,7 +471,7 @@ func shutoffReason(r int32) string {
 // ConsoleTail returns the last lines the Machine's VM wrote to its serial
 // console.
 func (d *Driver) ConsoleTail(m *v1alpha1.Machine, lines int) string {
-	return logtail.Tail(consoleLog(d.opts.ConsoleDir, domainName(m)), lines)
+	return logtail.Tail(ConsoleLog(d.opts.ConsoleDir, domainName(m)), lines)
 }
 
 // ListMachines lists the domains made from the class, by providerID.

@@ -190,7 +190,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if got := volumes(t, l, name); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 		t.Errorf("volumes after create: %v; want %v", got, want)
 	}
-	log := consoleLog(fixture.consoleDir, name)
+	log := ConsoleLog(fixture.consoleDir, name)
 	testenv.Eventually(t, timeoutBoot, "the console log to exist", func() (bool, error) {
 		_, err := os.Stat(log)
 		return err == nil, nil

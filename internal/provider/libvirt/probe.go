@@ -142,7 +142,7 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 	}
 	destroyStaleProbes(c)
 	name := fmt.Sprintf("%s%d", probePrefix, time.Now().UnixNano())
-	log := consoleLog(d.opts.ConsoleDir, name)
+	log := ConsoleLog(d.opts.ConsoleDir, name)
 	defer os.Remove(log)
 	x, err := probeXML(name, kernel, log)
 	if err != nil {
