@@ -24,9 +24,6 @@ type rendered struct {
 	objects []*unstructured.Unstructured
 }
 
-// all is the CRDs then the other objects.
-func (r rendered) all() []*unstructured.Unstructured { return slices.Concat(r.crds, r.objects) }
-
 // render renders the chart with values over its defaults, as release
 // "millwright" in namespace ns.
 func render(t *testing.T, ns string, values map[string]any) rendered {

@@ -29,7 +29,7 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 	if manager.Image != wantImage {
 		t.Errorf("manager image %q, want %q", manager.Image, wantImage)
 	}
-	if _, ok := args["--leader-elect"]; !ok || args["--leader-elect-namespace"] != ns {
+	if le, ok := args["--leader-elect"]; !ok || (le != "" && le != "true") || args["--leader-elect-namespace"] != ns {
 		t.Errorf("the manager does not elect its leader in %s: %q", ns, manager.Args)
 	}
 	if spec.ServiceAccountName != "millwright-manager" {
@@ -92,7 +92,9 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 			t.Error("driver.mode none still runs a driver sidecar")
 		}
 	}
-	hasBinding := slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool { return u.GetName() == "millwright-driver" && u.GetKind() == "ClusterRoleBinding" })
+	hasBinding := slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool {
+		return u.GetName() == "millwright-driver" && u.GetKind() == "ClusterRoleBinding"
+	})
 	if driverSA == "" && hasBinding {
 		t.Error("a driver ClusterRoleBinding without a driver")
 	}
