@@ -45,7 +45,8 @@ var combinations = []combination{
 // information but the icon Chart.yaml lacks), renders objects wired together
 // consistently, and a real API server accepts all of them (server-side
 // apply, strict field validation) with no warning, Pod Security
-// "restricted" enforced in the release's namespace.
+// "restricted" enforced in the release's namespace; and the applied RBAC
+// gives each ServiceAccount what it needs and not more.
 func TestChartInstalls(t *testing.T) {
 	for _, c := range combinations {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,6 +62,7 @@ func TestChartInstalls(t *testing.T) {
 			r := render(t, ns, c.values)
 			checkWiring(t, ns, c.values, r)
 			apply(t, ns, r)
+			checkAccess(context.Background(), t, ns, c.values)
 		})
 	}
 }
