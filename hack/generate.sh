@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from sources: deepcopy code, CRDs and RBAC
-# roles from the Go markers, and the driver plugin protocol's Go code from
-# its .proto.
+# roles from the Go markers (and the Helm chart's copies of them), and the
+# driver plugin protocol's Go code from its .proto.
 # With OUT_DIR, writes the results there instead of into the tree, so a test
 # can compare them with what is committed and fail when the tree is stale.
 # Usage: hack/generate.sh [OUT_DIR]
@@ -38,6 +38,11 @@ go run ./hack/crdlimits "$crd_dir"
 # millwright-manager, the ClusterRole millwright-sim, and the Roles in
 # kube-system (bootstrap tokens) and millwright-system (leader election).
 "$gen" rbac:roleName=millwright-manager paths=./internal/... $rbac_out
+# The Helm chart's CRDs and roles, from the files just generated: one
+# source for the kustomize bases and the chart.
+chart_out="charts/millwright" rbac_file="config/rbac/role.yaml"
+if [[ -n "$out" ]]; then chart_out="$out/chart" rbac_file="$out/rbac/role.yaml"; fi
+go run ./hack/chartgen -crds "$crd_dir" -rbac "$rbac_file" -chart "$chart_out"
 
 # buf runs the plugins it finds on PATH: put the pinned ones from bin/ first
 # so an installed protoc-gen-go of another version is never used.

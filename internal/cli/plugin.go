@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/millwright-dev/millwright/internal/version"
 )
 
 // httpShutdownTimeout bounds the graceful stop of a program's HTTP server.
@@ -126,8 +128,11 @@ func ServeHTTP(ctx context.Context, g *errgroup.Group, log *slog.Logger, what st
 
 // Main runs a program's command until SIGINT or SIGTERM (a second one
 // exits at once), prints its error prefixed by name, and exits with
-// ExitCode.
+// ExitCode. Every program gets --version (cobra's) from here.
 func Main(name string, cmd *cobra.Command) {
+	if cmd.Version == "" {
+		cmd.Version = version.String()
+	}
 	err := cmd.ExecuteContext(ctrl.SetupSignalHandler())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, name+":", err)

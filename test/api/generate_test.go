@@ -9,9 +9,10 @@ import (
 )
 
 // TestGeneratedFilesAreCurrent regenerates deepcopy code, CRDs, the RBAC
-// roles and the driver protocol's Go code into a temporary directory and
-// fails when the committed files differ: someone changed the API, an RBAC
-// marker or driver.proto without running `make generate`.
+// roles (and the Helm chart's copies of both) and the driver protocol's Go
+// code into a temporary directory and fails when the committed files
+// differ: someone changed the API, an RBAC marker or driver.proto without
+// running `make generate`.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
 	out := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(env.Root, "hack", "generate.sh"), out)
@@ -43,6 +44,8 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compare(filepath.Join(out, "object-bootstrap"), filepath.Join(env.Root, "api", "bootstrap", "v1alpha1"))
 	compare(filepath.Join(out, "crd"), filepath.Join(env.Root, "config", "crd", "bases"))
 	compare(filepath.Join(out, "rbac"), filepath.Join(env.Root, "config", "rbac"))
+	compare(filepath.Join(out, "chart", "crds"), filepath.Join(env.Root, "charts", "millwright", "crds"))
+	compare(filepath.Join(out, "chart", "templates"), filepath.Join(env.Root, "charts", "millwright", "templates"))
 	compare(filepath.Join(out, "proto", "v1"), filepath.Join(env.Root, "api", "driver", "v1"))
 	compare(filepath.Join(out, "flags"), filepath.Join(env.Root, "docs", "flags"))
 }
