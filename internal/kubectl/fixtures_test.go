@@ -118,3 +118,5 @@ func latest(t *testing.T, ns string) time.Time {
 	}
 	return at
 }
+
+func objectKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

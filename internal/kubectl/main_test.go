@@ -80,13 +80,14 @@ func (c *cli) fails(want string, args ...string) {
 }
 
 // timestamps are absolute times in the output: the API server sets the
-// creation times, so golden files hold them as <time>.
+// creation times, so golden files hold them as 0000-00-00T00:00:00Z
+// (the same width: the columns stay aligned).
 var timestamps = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 
 // golden compares out with testdata/name.golden, or rewrites it with -update.
 func golden(t *testing.T, name, out string) {
 	t.Helper()
-	out = timestamps.ReplaceAllString(out, "<time>")
+	out = timestamps.ReplaceAllString(out, "0000-00-00T00:00:00Z")
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
