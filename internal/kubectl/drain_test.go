@@ -48,7 +48,7 @@ func TestDrainStatusTable(t *testing.T) {
 		StepStartTime: metav1.NewTime(start.Add(time.Second)),
 		Drain:         &v1alpha1.DrainStatus{Attempts: 4, LastRefusedTime: &metav1.Time{Time: start.Add(20 * time.Second)}}}
 	m.Status.LastOperation = v1alpha1.LastOperation{Type: v1alpha1.OperationDrain, State: v1alpha1.OperationProcessing,
-		Description: "draining Node golden-node-drain: 1 pod refused by a PodDisruptionBudget (attempt 4/10: golden-drain/web-1)",
+		Description:    "draining Node golden-node-drain: 1 pod refused by a PodDisruptionBudget (attempt 4/10: golden-drain/web-1)",
 		LastUpdateTime: metav1.NewTime(start.Add(20 * time.Second))}
 	setStatus(t, m)
 

@@ -97,6 +97,10 @@ func pod(t *testing.T, ns, name, nodeName string, phase corev1.PodPhase, labels 
 	}
 	create(t, p)
 	p.Status.Phase = phase
+	if phase == corev1.PodRunning {
+		// Ready: a budget protects only healthy pods from eviction.
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	}
 	setStatus(t, p)
 }
 
@@ -120,3 +124,5 @@ func latest(t *testing.T, ns string) time.Time {
 }
 
 func objectKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+func inNamespace(ns string) client.InNamespace { return client.InNamespace(ns) }

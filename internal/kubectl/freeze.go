@@ -22,10 +22,10 @@ import (
 // annotation, the override the safety controller honours until the count
 // is back under the limit (it then drops the annotation).
 func newFreezeCommand(o *Options, freeze bool) *cobra.Command {
-	verb := "unfreeze"
+	verb, done := "unfreeze", "unfrozen"
 	short := "Lift the overshoot freeze of a MachineDeployment or MachineSet (sets " + v1alpha1.UnfreezeAnnotation + ")"
 	if freeze {
-		verb = "freeze"
+		verb, done = "freeze", "frozen"
 		short = "Stop scale-ups of a MachineDeployment or MachineSet with the safety controller's frozen label"
 	}
 	cmd := &cobra.Command{
@@ -76,7 +76,7 @@ func newFreezeCommand(o *Options, freeze bool) *cobra.Command {
 			if err := c.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s%s %sd\n", resource, obj.GetName(), strings.TrimSuffix(verb, "e"))
+			fmt.Fprintf(o.Out, "%s%s %s\n", resource, obj.GetName(), done)
 			return nil
 		},
 	}

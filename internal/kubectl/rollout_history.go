@@ -2,6 +2,8 @@ package kubectl
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -71,8 +73,8 @@ func (o *Options) printRevision(md *v1alpha1.MachineDeployment, ms *v1alpha1.Mac
 	t := &ms.Spec.Template
 	fmt.Fprintf(o.Out, "%s%s with revision #%d\n", mdResource, md.Name, revisionOf(ms))
 	fmt.Fprintf(o.Out, "MachineSet:   %s\n", ms.Name)
-	fmt.Fprintf(o.Out, "Labels:       %v\n", t.Metadata.Labels)
-	fmt.Fprintf(o.Out, "Annotations:  %v\n", t.Metadata.Annotations)
+	fmt.Fprintf(o.Out, "Labels:       %s\n", keyValues(t.Metadata.Labels))
+	fmt.Fprintf(o.Out, "Annotations:  %s\n", keyValues(t.Metadata.Annotations))
 	fmt.Fprintf(o.Out, "Class:        %s\n", orDash(templateClass(t)))
 	if t.Spec.FailureDomain != "" {
 		fmt.Fprintf(o.Out, "Failure domain: %s\n", t.Spec.FailureDomain)
@@ -93,4 +95,17 @@ func templateClass(t *v1alpha1.MachineTemplateSpec) string {
 		return r.Kind + "/" + r.Name
 	}
 	return ""
+}
+
+// keyValues is a map as sorted k=v pairs, or <none> as kubectl describe shows it.
+func keyValues(m map[string]string) string {
+	if len(m) == 0 {
+		return "<none>"
+	}
+	pairs := make([]string, 0, len(m))
+	for k, v := range m {
+		pairs = append(pairs, k+"="+v)
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ", ")
 }

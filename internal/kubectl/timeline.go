@@ -3,6 +3,7 @@ package kubectl
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,15 +111,19 @@ func timeline(m *v1alpha1.Machine, node *corev1.Node, events []event) []step {
 		add(node.CreationTimestamp.Time, 1, "Node joined", "Node "+node.Name)
 	}
 	for _, e := range events {
-		what := eventSteps[e.reason]
-		if what == "" {
-			what = "event " + e.reason
+		for i, part := range eventParts(e) {
+			what := partSteps(part)
+			if what == "" {
+				what = eventSteps[e.reason]
+			}
+			if what == "" {
+				what = "event " + e.reason
+			}
+			if e.count > 1 {
+				part += fmt.Sprintf(" (%d times, last at %s)", e.count, e.last.UTC().Format(time.RFC3339))
+			}
+			add(e.first, 4+i, what, part)
 		}
-		detail := e.message
-		if e.count > 1 {
-			detail += fmt.Sprintf(" (%d times, last at %s)", e.count, e.last.UTC().Format(time.RFC3339))
-		}
-		add(e.first, 4, what, detail)
 	}
 	sort.SliceStable(steps, func(i, j int) bool {
 		if !steps[i].at.Equal(steps[j].at) {
@@ -127,4 +132,34 @@ func timeline(m *v1alpha1.Machine, node *corev1.Node, events []event) []step {
 		return steps[i].order < steps[j].order
 	})
 	return steps
+}
+
+// eventParts splits the message of a *Succeeded Event: the machine
+// controller records the operations one reconcile carried out as one
+// Event named after the last, their descriptions joined by "; "
+// (internal/controller/machine, emitSucceeded), and each is a step.
+func eventParts(e event) []string {
+	if !strings.HasSuffix(e.reason, "Succeeded") {
+		return []string{e.message}
+	}
+	return strings.Split(e.message, "; ")
+}
+
+// partSteps names the step one operation's description records, from the
+// words the machine controller writes; "" when it does not know it.
+func partSteps(description string) string {
+	for _, p := range []struct{ prefix, step string }{
+		{"created VM", "VM created"},
+		{"initialized VM", "VM initialized"},
+		{"drained Node", "drain finished"},
+		{"deleted VM", "VM deleted"},
+	} {
+		if strings.HasPrefix(description, p.prefix) {
+			return p.step
+		}
+	}
+	if strings.HasPrefix(description, "Node ") && strings.Contains(description, "joined") {
+		return "Node Ready"
+	}
+	return ""
 }
