@@ -23,7 +23,8 @@ type Options struct {
 
 // NewCommand returns the root command. name is the program's name as run
 // (os.Args[0]): as kubectl-millwright, kubectl runs it as the plugin
-// "kubectl millwright", and the help says so.
+// "kubectl millwright", and the help says so; under another name (such
+// as millwright) it is that command.
 func NewCommand(name string, o *Options) *cobra.Command {
 	if o.ConfigFlags == nil {
 		o.ConfigFlags = genericclioptions.NewConfigFlags(true)
@@ -31,9 +32,13 @@ func NewCommand(name string, o *Options) *cobra.Command {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	// The command is named after the program, so that its completion
+	// script completes that program (a script for "kubectl" would replace
+	// kubectl's own); the help shows the name it is typed with.
 	use := filepath.Base(name)
+	display := use
 	if plugin, ok := strings.CutPrefix(use, "kubectl-"); ok {
-		use = "kubectl " + plugin
+		display = "kubectl " + plugin
 	}
 	root := &cobra.Command{
 		Use:   use,
@@ -43,7 +48,7 @@ command line, through the same kubeconfig and flags as kubectl.
 See docs/kubectl-plugin.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: use},
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: display},
 	}
 	root.SetIn(o.In)
 	root.SetOut(o.Out)
