@@ -111,6 +111,7 @@ func (o *Options) rolloutStatus(ctx context.Context, c client.WithWatch, md *v1a
 					case watch.Deleted:
 						return true, fmt.Errorf("machinedeployment %q was deleted", md.Name)
 					case watch.Error:
+						rv = "" // too old (410 Gone) or broken: read afresh, then watch from there
 						return false, nil
 					}
 					cur, ok := ev.Object.(*v1alpha1.MachineDeployment)
@@ -126,6 +127,19 @@ func (o *Options) rolloutStatus(ctx context.Context, c client.WithWatch, md *v1a
 		}()
 		if done {
 			return err
+		}
+		if rv == "" {
+			cur := &v1alpha1.MachineDeployment{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(md), cur); err != nil {
+				if ctx.Err() != nil {
+					return waitError(ctx, md.Name)
+				}
+				return err
+			}
+			if done, err := show(cur); done || err != nil {
+				return err
+			}
+			rv = cur.ResourceVersion
 		}
 	}
 }
