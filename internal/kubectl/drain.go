@@ -1,0 +1,95 @@
+package kubectl
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+func newDrainCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "drain",
+		Short: "Inspect the drain of a Machine's Node",
+		Args:  cobra.NoArgs,
+	}
+	status := &cobra.Command{
+		Use:               "status MACHINE",
+		Short:             "Show where a Machine's drain is: the pods still on its Node and the PodDisruptionBudgets blocking them",
+		Example:           `  kubectl millwright drain status web-6c8c966bf8-mppr6`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: o.completeArg(&v1alpha1.MachineList{}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			m := &v1alpha1.Machine{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, m); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "Machine:  %s (%s)\n", m.Name, orDash(string(m.Status.Phase)))
+			if m.Status.NodeRef == nil {
+				fmt.Fprintln(o.Out, "Node:     - (the Machine has no Node: nothing to drain)")
+				return nil
+			}
+			node := m.Status.NodeRef.Name
+			n := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "Node:     %s (unschedulable: %t)\n", node, n.Spec.Unschedulable)
+			fmt.Fprintf(o.Out, "Drain:    %s\n", drainState(m))
+			pods, err := mustLeave(ctx, c, node)
+			if err != nil {
+				return err
+			}
+			if len(pods) == 0 {
+				fmt.Fprintln(o.Out, "Pods:     none left to move (DaemonSet and mirror pods stay)")
+				return nil
+			}
+			fmt.Fprintln(o.Out, "Pods still on the Node:")
+			tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  POD\tPHASE\tBLOCKED BY")
+			for _, lp := range pods {
+				phase := string(lp.pod.Status.Phase)
+				if lp.pod.DeletionTimestamp != nil {
+					phase = "Terminating"
+				}
+				blocked := "-"
+				if len(lp.blockers) > 0 {
+					blocked = "PodDisruptionBudget " + strings.Join(lp.blockers, ", ") + " (0 disruptions allowed)"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", podName(lp.pod), phase, blocked)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.AddCommand(status)
+	return cmd
+}
+
+// drainState says where the Machine's deletion, and so its drain, is.
+func drainState(m *v1alpha1.Machine) string {
+	d := m.Status.Deletion
+	if m.DeletionTimestamp == nil || d == nil {
+		return "not started (the Machine is not being deleted)"
+	}
+	s := fmt.Sprintf("step %s since %s", d.Step, d.StepStartTime.UTC().Format("2006-01-02T15:04:05Z"))
+	if d.Drain != nil {
+		s += fmt.Sprintf(", %d eviction round(s)", d.Drain.Attempts)
+	}
+	if d.ForceReason != "" {
+		s += ", forced: " + d.ForceReason
+	}
+	if lo := m.Status.LastOperation; lo.Type == v1alpha1.OperationDrain {
+		s += "; " + oneLine(lo.Description)
+	}
+	return s
+}

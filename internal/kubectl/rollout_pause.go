@@ -1,0 +1,40 @@
+package kubectl
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// newRolloutPauseCommand is pause (pause true) or resume: spec.paused.
+func newRolloutPauseCommand(o *Options, pause bool) *cobra.Command {
+	verb, done, short := "resume", "resumed", "Resume a paused MachineDeployment: its rollout and its Machines' reconciliation go on"
+	if pause {
+		verb, done, short = "pause", "paused", "Pause a MachineDeployment: no rollout, and its Machines are not reconciled, until resumed"
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " NAME",
+		Short:   short,
+		Example: "  kubectl millwright rollout " + verb + " web",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, md, err := o.getMD(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if md.Spec.Paused == pause {
+				return fmt.Errorf("%s%s is already %s", mdResource, md.Name, done)
+			}
+			base := md.DeepCopy()
+			md.Spec.Paused = pause
+			if err := c.Patch(ctx, md, client.MergeFrom(base)); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s%s %s\n", mdResource, md.Name, done)
+			return nil
+		},
+	}
+	o.mdArgs(cmd)
+	return cmd
+}

@@ -1,0 +1,53 @@
+package kubectl
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+func newRolloutUndoCommand(o *Options) *cobra.Command {
+	var to int64
+	cmd := &cobra.Command{
+		Use:   "undo NAME",
+		Short: "Roll back to the previous revision, or to --to-revision, through spec.rollbackTo",
+		Example: `  kubectl millwright rollout undo web
+  kubectl millwright rollout undo web --to-revision 2`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, md, err := o.getMD(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			sets, err := ownedSets(ctx, c, md)
+			if err != nil {
+				return err
+			}
+			// Refuse at once what the controller would only report in an
+			// Event: a revision that is not there, or nothing to go back to.
+			found := false
+			for i := range sets {
+				found = found || (to != 0 && revisionOf(&sets[i]) == to)
+			}
+			switch {
+			case to != 0 && !found:
+				return fmt.Errorf("unable to find the specified revision %d", to)
+			case to == 0 && len(sets) < 2:
+				return fmt.Errorf("no rollout history found for machinedeployment %q", md.Name)
+			}
+			base := md.DeepCopy()
+			md.Spec.RollbackTo = &v1alpha1.RollbackConfig{Revision: to}
+			if err := c.Patch(ctx, md, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s%s rolled back\n", mdResource, md.Name)
+			return nil
+		},
+	}
+	o.mdArgs(cmd)
+	cmd.Flags().Int64Var(&to, "to-revision", 0, "The revision to roll back to; 0 is the one before the current.")
+	return cmd
+}
