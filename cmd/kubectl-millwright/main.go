@@ -4,24 +4,16 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/millwright-dev/millwright/internal/cli"
 	"github.com/millwright-dev/millwright/internal/kubectl"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	o := &kubectl.Options{IOStreams: genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}}
-	err := kubectl.NewCommand(os.Args[0], o).ExecuteContext(ctx)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
-	}
+	// kubectl's own prefix, as a plugin's errors read like kubectl's.
+	cli.Main("error", kubectl.NewCommand(os.Args[0], o))
 }
