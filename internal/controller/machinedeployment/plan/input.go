@@ -76,15 +76,18 @@ func (s Set) spec() int32 {
 func (s Set) active() bool { return s.spec() > 0 }
 
 // footprint is how many Machines the set may have at once against the
-// surge budget, at size spec: what it should have, or what exists if more.
-// With TerminationStarted a Machine being deleted no longer counts.
+// surge budget at size spec: its MachineSet controller keeps
+// max(spec, live) Machines that are not being deleted, and, with
+// TerminationComplete, those being deleted count until they are gone.
 func (s Set) footprint(policy v1alpha1.ReplacementPolicy, spec int32) int32 {
-	present := s.Machines
 	if policy == v1alpha1.TerminationStarted {
-		present -= s.Terminating
+		return max(spec, s.live())
 	}
-	return max(spec, present)
+	return max(spec, s.live()) + s.Terminating
 }
+
+// live are the set's Machines not being deleted.
+func (s Set) live() int32 { return s.Machines - s.Terminating }
 
 // sureAvailable is how many available Machines the set keeps at size spec:
 // never more than spec, however many it has now.

@@ -80,6 +80,39 @@ func scale(in Input) []Target {
 			}
 		}
 	}
+	return capGrowth(in, targets)
+}
+
+// capGrowth holds a growth to what the surge budget has room for, counting
+// Machines that still exist (or are not being deleted, TerminationStarted):
+// scaling out while old Machines are still draining must not make the
+// fleet exceed replicas + maxSurge. The rest comes when they are gone.
+func capGrowth(in Input, targets []Target) []Target {
+	fleet := int32(0)
+	for _, o := range in.Old {
+		if o.Deleting {
+			fleet += o.footprint(in.Policy, 0)
+		}
+	}
+	for _, t := range targets {
+		fleet += in.set(t.Name).footprint(in.Policy, min(t.From, t.To))
+	}
+	limit := in.Replicas + in.MaxSurge
+	room := limit - fleet
+	for i := range targets {
+		t := &targets[i]
+		if t.To <= t.From {
+			continue
+		}
+		s := in.set(t.Name)
+		// Growing to the Machines it still has costs nothing more.
+		capped := max(t.From, min(t.To, max(t.From, s.live())+max(room, 0)))
+		if capped < t.To {
+			t.Why += fmt.Sprintf("; held at %d by the surge budget (footprint %d of %d)", capped, fleet, limit)
+			t.To = capped
+		}
+		room -= s.footprint(in.Policy, t.To) - s.footprint(in.Policy, t.From)
+	}
 	return targets
 }
 
