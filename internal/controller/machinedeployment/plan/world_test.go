@@ -70,16 +70,6 @@ func (w *world) id() int { w.nextID++; return w.nextID }
 
 func (w *world) logf(format string, args ...any) { fmt.Fprintf(&w.log, format, args...) }
 
-// newSet is the set of the current template.
-func (w *world) newSet() *simSet {
-	for _, s := range w.sets {
-		if s.name == w.template {
-			return s
-		}
-	}
-	return nil
-}
-
 func (w *world) set(name string) *simSet {
 	for _, s := range w.sets {
 		if s.name == name {
