@@ -15,8 +15,9 @@ const (
 	ModeOnDelete = "on-delete"
 )
 
-// Result is a plan: one target per MachineSet that is not being deleted,
-// old sets first (oldest first), then the new set.
+// Result is a plan: a target per MachineSet, old sets first (oldest
+// first), then the new set (a set being deleted, when listed, stays at 0
+// and is never written).
 type Result struct {
 	Mode    string
 	Targets []Target
