@@ -76,7 +76,8 @@
 // A growth is held to what the surge budget has room for while old
 // Machines are still being deleted. Every set that keeps Machines gets the
 // new replica annotations in the same write, so one reconcile settles the
-// event.
+// event — except a set whose growth is held (budget or freeze): it keeps
+// its annotations, and the event stays pending until it got all.
 //
 // # Strategies
 //

@@ -36,6 +36,10 @@ type Target struct {
 	Annotate bool
 	// Why says, for the rollout log, why To is what it is.
 	Why string
+	// held: the set should grow further but may not yet (surge budget,
+	// freeze); it is not sized for the current replicas, so its replica
+	// annotations stay as they are and the scaling event stays pending.
+	held bool
 }
 
 // Writes are the targets that need a write, shrinks first (so the fleet
@@ -82,10 +86,9 @@ func Plan(in Input) Result {
 func (in Input) finish(t *Target) {
 	if in.Frozen && t.To > t.From {
 		t.Why += fmt.Sprintf("; frozen: held at %d", t.From)
-		t.To = t.From
-		return
+		t.To, t.held = t.From, true
 	}
-	if t.Create || t.To == 0 {
+	if t.Create || t.To == 0 || t.held {
 		return
 	}
 	s := in.set(t.Name)

@@ -109,7 +109,7 @@ func capGrowth(in Input, targets []Target) []Target {
 		capped := max(t.From, min(t.To, max(t.From, s.live())+max(room, 0)))
 		if capped < t.To {
 			t.Why += fmt.Sprintf("; held at %d by the surge budget (footprint %d of %d)", capped, fleet, limit)
-			t.To = capped
+			t.To, t.held = capped, true
 		}
 		room -= s.footprint(in.Policy, t.To) - s.footprint(in.Policy, t.From)
 	}

@@ -161,3 +161,20 @@ func TestIsScalingEvent(t *testing.T) {
 		t.Error("a set without the annotation says nothing")
 	}
 }
+
+// TestHeldGrowthKeepsTheScalingEventPending: a set whose growth the surge
+// budget or the freeze holds back is not marked as sized for the new
+// replicas (no annotation write: the safety controller re-judges a set on
+// every annotation change), so the next reconcile grows it further.
+func TestHeldGrowthKeepsTheScalingEventPending(t *testing.T) {
+	draining := sv("v1", 1, t1, 2, 3)
+	draining.Machines, draining.Terminating = 5, 4 // 1 live, 4 being deleted
+	for _, frozen := range []bool{false, true} {
+		in := Input{Replicas: 3, MaxSurge: 1, Paused: true, Frozen: frozen, New: &draining}
+		r := Plan(in)
+		tg := r.Targets[len(r.Targets)-1]
+		if tg.To != 2 || tg.Annotate || len(r.Writes()) != 0 {
+			t.Errorf("frozen %v: %+v, writes %v; want held at 2, no write", frozen, tg, r.Writes())
+		}
+	}
+}
