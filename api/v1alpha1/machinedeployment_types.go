@@ -130,7 +130,32 @@ type RollingUpdateMachineDeployment struct {
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^[0-9]{1,9}%$')",message="spec.strategy.rollingUpdate.maxSurge must be a non-negative integer (5) or a percentage (10%)"
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// ReplacementPolicy says how long a Machine being deleted counts against
+	// maxSurge. TerminationComplete (the default): until the Machine object
+	// is gone (drained, its VM and Node deleted), so at most
+	// replicas + maxSurge Machines ever exist. TerminationStarted: only
+	// until its deletion starts, as Kubernetes' podReplacementPolicy; the
+	// rollout moves faster, but for a while up to replicas + maxSurge + the
+	// Machines being deleted may exist (and be paid for). See
+	// docs/rollout.md.
+	// +optional
+	// +kubebuilder:default=TerminationComplete
+	ReplacementPolicy ReplacementPolicy `json:"replacementPolicy,omitempty"`
 }
+
+// ReplacementPolicy is when a Machine being deleted stops counting against
+// a rolling update's maxSurge.
+// +kubebuilder:validation:Enum=TerminationComplete;TerminationStarted
+type ReplacementPolicy string
+
+// The replacement policies of a rolling update.
+const (
+	// TerminationComplete counts a Machine being deleted until its object is gone.
+	TerminationComplete ReplacementPolicy = "TerminationComplete"
+	// TerminationStarted stops counting a Machine once its deletion starts.
+	TerminationStarted ReplacementPolicy = "TerminationStarted"
+)
 
 // RollbackConfig names the revision to roll back to.
 type RollbackConfig struct {

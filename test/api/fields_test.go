@@ -152,6 +152,9 @@ func TestFieldsAreValidatedAsTheCoreAPIDoes(t *testing.T) {
 		fieldCase{"maxSurge of ten digits", validDeployment, ms, "1234567890%", "spec.strategy.rollingUpdate.maxSurge must be"},
 		fieldCase{"maxSurge over int32", validDeployment, ms, int64(1) << 31, "maxSurge must be"},
 		fieldCase{"maxSurge int32 max", validDeployment, ms, int64(1)<<31 - 1, ""},
+		fieldCase{"replacementPolicy TerminationStarted", validDeployment, append(append([]string{}, ru...), "replacementPolicy"), "TerminationStarted", ""},
+		fieldCase{"replacementPolicy not one of the two", validDeployment, append(append([]string{}, ru...), "replacementPolicy"), "WhenReady",
+			`supported values: "TerminationComplete", "TerminationStarted"`},
 
 		fieldCase{"replicas over int32", validDeployment, []string{"spec", "replicas"}, int64(1) << 31, "spec.replicas"},
 		fieldCase{"set replicas over int32", validSet, []string{"spec", "replicas"}, int64(1) << 31, "spec.replicas"},

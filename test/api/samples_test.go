@@ -73,6 +73,9 @@ func TestDefaultsAreApplied(t *testing.T) {
 		ptr.Deref(ru.MaxUnavailable, intstr.FromInt32(-1)) != intstr.FromInt32(0) {
 		t.Errorf("rollingUpdate defaulted to %+v, want maxSurge 1, maxUnavailable 0", ru)
 	}
+	if ru != nil && ru.ReplacementPolicy != v1alpha1.TerminationComplete {
+		t.Errorf("replacementPolicy defaulted to %q, want TerminationComplete", ru.ReplacementPolicy)
+	}
 	if ptr.Deref(got.Spec.RevisionHistoryLimit, -1) != 10 {
 		t.Errorf("revisionHistoryLimit defaulted to %v, want 10", got.Spec.RevisionHistoryLimit)
 	}
@@ -91,6 +94,9 @@ func TestDefaultsAreApplied(t *testing.T) {
 	}
 	if got.Spec.Strategy.Type != v1alpha1.RollingUpdateStrategy || *got.Spec.Strategy.RollingUpdate.MaxSurge != intstr.FromInt32(1) {
 		t.Errorf("partial strategy defaulted to %+v, want type RollingUpdate and maxSurge 1", got.Spec.Strategy)
+	}
+	if p := got.Spec.Strategy.RollingUpdate.ReplacementPolicy; p != v1alpha1.TerminationComplete {
+		t.Errorf("partial strategy's replacementPolicy defaulted to %q, want TerminationComplete", p)
 	}
 
 	ms := object(t, validSet)

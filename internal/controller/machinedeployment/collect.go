@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
@@ -31,7 +32,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		return reconcile.Result{}, nil
 	}
 	s.selector = sel
-	if s.surge, s.unavailable, err = fenceposts(s.md); err != nil {
+	if s.surge, s.unavailable, err = plan.Fenceposts(s.md); err != nil {
 		s.event(corev1.EventTypeWarning, "InvalidStrategy", err.Error())
 		s.stop = true
 		return reconcile.Result{}, nil
@@ -75,6 +76,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 	// The Machines are only counted, never changed: the cache's own objects
 	// serve, and no reconcile deep-copies every Machine of its sets.
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
+	s.counts = map[types.UID]plan.Counts{}
 	for _, ms := range s.sets {
 		machines := &v1alpha1.MachineList{}
 		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
@@ -164,7 +166,7 @@ func (r *Reconciler) classify(_ context.Context, s *scope) (reconcile.Result, er
 	if s.newSet != nil {
 		current = revisionOf(s.newSet.Annotations)
 	}
-	s.newRevision = newSetRevision(current, s.views(s.oldSets))
+	s.newRevision = newSetRevision(current, s.planSets(s.oldSets))
 	if s.newSet != nil {
 		setRevision(&s.md.Annotations, s.newRevision)
 	}

@@ -23,24 +23,43 @@
 // lowest revision first. spec.rollbackTo copies the template of the named
 // revision (0: the one before the current) back into the deployment.
 //
+// # The planner
+//
+// Every reconcile hands package plan the deployment's settings and, for
+// each MachineSet, its spec.replicas, its replica annotations and its
+// Machines, counted by this controller itself from the Machines it lists:
+// how many exist, how many are being deleted, and how many are available
+// (Ready for minReadySeconds, no failureReason, not being deleted). The
+// planner returns the spec.replicas of every set for this reconcile,
+// scale-ups and scale-downs together; the reconcile writes each set at
+// most once, shrinks first, so a rollout moves in waves instead of one
+// kind of step per reconcile, and never waits for a MachineSet's status.
+// It is woken by its Machines' Ready and failure changes and comes back at
+// the instant a Ready Machine passes minReadySeconds. docs/rollout.md
+// shows the rules with the planner's own logs.
+//
 // # Counting Machines
 //
-// A MachineSet counts for max(spec.replicas, status.replicas, its Machines
-// including those being deleted) against the surge budget, so Machines
-// still draining are never replaced early: the fleet never exceeds
-// replicas + maxSurge Machine objects. It counts for min(status.
-// availableReplicas, spec.replicas) of availability, so a set being scaled
-// down is never credited with Machines it is about to lose.
+// A MachineSet counts against the surge budget for what its controller
+// keeps, max(spec.replicas, Machines not being deleted), plus its Machines
+// being deleted until they are gone (replacementPolicy
+// TerminationComplete, the default): the fleet never exceeds
+// replicas + maxSurge Machine objects, and Machines still draining are
+// never replaced early. With TerminationStarted a Machine stops counting
+// once its deletion starts: at most replicas + maxSurge Machines that are
+// not being deleted exist, more objects while old ones drain. A set counts
+// for min(available Machines, spec.replicas) of availability, so a set
+// being scaled down is never credited with Machines it is about to lose.
 //
 // # Scaling while a rollout is in progress
 //
 // When spec.replicas changes while several MachineSets have Machines (a
 // scaling event, detected by the desired-replicas annotation as in
-// Kubernetes), this controller scales before it rolls out, with the rule
-// of the Machine Controller Manager: scale-out adds Machines only to the new MachineSet; scale-in
-// removes Machines from every active MachineSet in proportion to its size.
-// Precisely, with budget = replicas + maxSurge (maxSurge only for
-// RollingUpdate; 0 when replicas is 0):
+// Kubernetes), the planner scales before it rolls out, with the rule of
+// the Machine Controller Manager: scale-out adds Machines only to the new
+// MachineSet; scale-in removes Machines from every active MachineSet in
+// proportion to its size. Precisely, with budget = replicas + maxSurge
+// (maxSurge only for RollingUpdate; 0 when replicas is 0):
 //
 //   - no active set: the newest set gets replicas;
 //   - the new set is saturated (replicas, all available): old sets go to 0;
@@ -54,13 +73,19 @@
 //     sorted largest first, older first on ties; the rounding leftover
 //     goes to the first (largest) set, and no set goes below 0.
 //
+// A growth is held to what the surge budget has room for while old
+// Machines are still being deleted. Every set that keeps Machines gets the
+// new replica annotations in the same write, so one reconcile settles the
+// event — except a set whose growth is held (budget or freeze): it keeps
+// its annotations, and the event stays pending until it got all.
+//
 // # Strategies
 //
-// RollingUpdate follows Kubernetes: the new set grows while the fleet is
-// below replicas + maxSurge (maxSurge rounds up, maxUnavailable down, as
-// percentages of replicas); old sets first lose Machines that are not
-// available (that costs no availability), then available ones while more
-// than replicas − maxUnavailable stay available.
+// RollingUpdate follows Kubernetes, both halves in one reconcile: the new
+// set grows while the fleet is below replicas + maxSurge (maxSurge rounds
+// up, maxUnavailable down, as percentages of replicas); old sets first
+// lose Machines that are not available (that costs no availability), then
+// available ones while more than replicas − maxUnavailable stay available.
 //
 // Recreate scales every old set to 0, waits until none of their Machines
 // exists any more, then creates the new set at replicas.

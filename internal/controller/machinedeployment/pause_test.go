@@ -100,8 +100,25 @@ func TestProportionalScalingMidRollout(t *testing.T) {
 		return sets[1].Spec.Replicas == 4 && sets[2].Spec.Replicas == 1, nil
 	})
 
-	// Scale-out: only the new set grows. Budget 8+2 = 10: new 1+5 = 6.
+	// Scale-out: only the new set grows, within the surge budget 8+2 = 10.
+	// While paused the Machines the scale-in removed are not drained, so
+	// they still count (TerminationComplete): the new set gets what the
+	// other Machine objects leave of 10.
 	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.Replicas = 8 })
+	h.Eventually(30*time.Second, "old 4, new grown to the surge budget", func() (bool, error) {
+		sets := h.setsByRevision("web")
+		others := 0
+		for _, m := range h.machines("web") {
+			if m.Spec.Class.Name != "broken" || !m.DeletionTimestamp.IsZero() {
+				others++
+			}
+		}
+		return sets[1].Spec.Replicas == 4 && sets[2].Spec.Replicas > 1 && int(sets[2].Spec.Replicas) == 10-others, nil
+	})
+	// With TerminationStarted they no longer count: new 1+5 = 6.
+	h.update("web", func(md *v1alpha1.MachineDeployment) {
+		md.Spec.Strategy.RollingUpdate.ReplacementPolicy = v1alpha1.TerminationStarted
+	})
 	h.Eventually(30*time.Second, "old 4, new 6", func() (bool, error) {
 		sets := h.setsByRevision("web")
 		return sets[1].Spec.Replicas == 4 && sets[2].Spec.Replicas == 6, nil

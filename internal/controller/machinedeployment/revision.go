@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 )
 
 // revisionOf reads an object's revision annotation; 0 when absent or bad.
@@ -34,7 +35,7 @@ func setRevision(annotations *map[string]string, revision int64) bool {
 }
 
 // maxRevision is the highest revision among sets; 0 for none.
-func maxRevision(sets []setView) int64 {
+func maxRevision(sets []plan.Set) int64 {
 	var m int64
 	for _, s := range sets {
 		m = max(m, s.Revision)
@@ -46,7 +47,7 @@ func maxRevision(sets []setView) int64 {
 // old set's. A set that becomes new again (a rollback, or a template
 // changed back) is renumbered, so the newest revision is always the
 // current template, as in Kubernetes.
-func newSetRevision(current int64, old []setView) int64 {
+func newSetRevision(current int64, old []plan.Set) int64 {
 	if next := maxRevision(old) + 1; current < next {
 		return next
 	}
@@ -56,7 +57,7 @@ func newSetRevision(current int64, old []setView) int64 {
 // previousRevision is what rollbackTo revision 0 means: the highest revision
 // among sets other than the current template's (which has, or is about to
 // get, the highest revision of all). 0 when there is none.
-func previousRevision(old []setView) int64 { return maxRevision(old) }
+func previousRevision(old []plan.Set) int64 { return maxRevision(old) }
 
 // historyEntry is an old set as the revision history limit sees it.
 type historyEntry struct {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 )
 
 func TestRevisionAnnotations(t *testing.T) {
@@ -26,19 +27,19 @@ func TestRevisionAnnotations(t *testing.T) {
 	}
 }
 
-func rev(name string, r int64) setView { return setView{Name: name, Revision: r} }
+func rev(name string, r int64) plan.Set { return plan.Set{Name: name, Revision: r} }
 
 func TestNewSetRevision(t *testing.T) {
 	tests := []struct {
 		name    string
 		current int64
-		old     []setView
+		old     []plan.Set
 		want    int64
 	}{
 		{"first set", 0, nil, 1},
-		{"a new template", 0, []setView{rev("a", 1), rev("b", 2)}, 3},
-		{"already the newest", 3, []setView{rev("a", 1), rev("b", 2)}, 3},
-		{"rolled back to revision 1: renumbered", 1, []setView{rev("b", 2), rev("c", 3)}, 4},
+		{"a new template", 0, []plan.Set{rev("a", 1), rev("b", 2)}, 3},
+		{"already the newest", 3, []plan.Set{rev("a", 1), rev("b", 2)}, 3},
+		{"rolled back to revision 1: renumbered", 1, []plan.Set{rev("b", 2), rev("c", 3)}, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -47,7 +48,7 @@ func TestNewSetRevision(t *testing.T) {
 			}
 		})
 	}
-	if got := previousRevision([]setView{rev("a", 1), rev("b", 2)}); got != 2 {
+	if got := previousRevision([]plan.Set{rev("a", 1), rev("b", 2)}); got != 2 {
 		t.Errorf("previousRevision = %d, want 2 (the newest old set)", got)
 	}
 	if got := previousRevision(nil); got != 0 {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 )
 
 // rollback carries out spec.rollbackTo: it copies the template of the named
@@ -23,10 +24,10 @@ func (r *Reconciler) rollback(ctx context.Context, s *scope) (reconcile.Result, 
 	// The template changes: the next reconcile decides from it, and writes
 	// the status.
 	s.stop, s.skipStatus = true, true
-	var old []setView
+	var old []plan.Set
 	for _, ms := range s.sets {
 		if ms.DeletionTimestamp.IsZero() && !sameMachines(&ms.Spec.Template, &md.Spec.Template) {
-			old = append(old, s.view(ms))
+			old = append(old, s.planSet(ms))
 		}
 	}
 	revision := md.Spec.RollbackTo.Revision

@@ -2,70 +2,93 @@ package machinedeployment
 
 import (
 	"context"
-	"sort"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 )
 
-// rollout takes one step: scaling first (a paused deployment only scales,
-// and a scaling event is settled before the rollout goes on, as in the
-// seed), then the strategy's step.
+// rollout asks the planner (package plan) for every set's size and writes
+// each set at most once, shrinks first; it comes back when a Ready Machine
+// becomes available (minReadySeconds), the one change no watch event
+// announces.
 func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.deleting {
 		return reconcile.Result{}, nil
 	}
-	if s.md.Spec.Paused || isScalingEvent(s.md.Spec.Replicas, s.views(s.sets)) {
-		return reconcile.Result{}, r.scale(ctx, s)
-	}
-	switch s.md.Spec.Strategy.Type {
-	case v1alpha1.RecreateStrategy:
-		return r.recreate(ctx, s)
-	case v1alpha1.OnDeleteStrategy:
-		return r.onDelete(ctx, s)
-	default:
-		return r.rollingUpdate(ctx, s)
-	}
-}
-
-// scale settles a scaling event (see planScale).
-func (r *Reconciler) scale(ctx context.Context, s *scope) error {
-	in := scaleInput{
-		Replicas: s.md.Spec.Replicas, MaxSurge: s.surge, StatusReplicas: s.md.Status.Replicas,
-		Paused: s.md.Spec.Paused,
-	}
-	var live []setView
-	for _, v := range s.views(s.sets) {
-		if s.set(v.Name).DeletionTimestamp.IsZero() {
-			live = append(live, v)
+	s.countMachines()
+	p := plan.Plan(s.planInput())
+	for _, t := range p.Writes() {
+		s.log.V(1).Info("rollout plan", "mode", p.Mode, "machineSet", t.Name, "from", t.From, "to", t.To, "why", t.Why)
+		if t.Create {
+			if res, err := r.createNewSet(ctx, s, t.To); err != nil || s.stop {
+				return res, err
+			}
+			continue
+		}
+		if err := s.scaleSet(ctx, s.set(t.Name), t.To); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
-	in.Sets = live
+	return reconcile.Result{RequeueAfter: s.nextAvailable}, nil
+}
+
+// planInput is what the planner decides from.
+func (s *scope) planInput() plan.Input {
+	in := plan.Input{
+		Strategy: s.md.Spec.Strategy.Type, Policy: plan.Policy(s.md), Replicas: s.md.Spec.Replicas,
+		MaxSurge: s.surge, MaxUnavailable: s.unavailable,
+		Paused: s.md.Spec.Paused, Frozen: s.frozen, StatusReplicas: s.md.Status.Replicas,
+	}
+	for _, ms := range s.oldSets {
+		in.Old = append(in.Old, s.planSet(ms))
+	}
 	if s.newSet != nil {
-		in.NewSet = s.newSet.Name
+		n := s.planSet(s.newSet)
+		in.New = &n
 	}
-	return s.applySizes(ctx, planScale(in))
+	return in
 }
 
-// applySizes scales sets to the given sizes, shrinking ones first so the
-// fleet never grows past its budget in between.
-func (s *scope) applySizes(ctx context.Context, sizes map[string]int32) error {
-	names := make([]string, 0, len(sizes))
-	for name := range sizes {
-		names = append(names, name)
+// planSet is what the planner knows of ms: its Machines counted as of this
+// reconcile (collect).
+func (s *scope) planSet(ms *v1alpha1.MachineSet) plan.Set {
+	v := plan.Set{
+		Name: ms.Name, Revision: revisionOf(ms.Annotations), Created: ms.CreationTimestamp.Time,
+		Spec: ms.Spec.Replicas, Deleting: !ms.DeletionTimestamp.IsZero(), Reported: ms.Status.Replicas,
+		Counts: s.counts[ms.UID],
 	}
-	growth := func(name string) int32 { return sizes[name] - s.set(name).Spec.Replicas }
-	sort.Slice(names, func(i, j int) bool {
-		if gi, gj := growth(names[i]), growth(names[j]); gi != gj {
-			return gi < gj
+	if d, ok := intAnnotation(ms.Annotations, v1alpha1.DesiredReplicasAnnotation); ok {
+		v.Desired, v.HasDesired = d, true
+	}
+	v.MaxReplicas, _ = intAnnotation(ms.Annotations, v1alpha1.MaxReplicasAnnotation)
+	return v
+}
+
+// countMachines counts each set's Machines for the planner and notes when
+// the next Ready one becomes available. It runs after syncSets, which marks
+// when an OnDelete set was superseded.
+func (s *scope) countMachines() {
+	minReady := time.Duration(s.md.Spec.MinReadySeconds) * time.Second
+	for _, ms := range s.sets {
+		since, err := time.Parse(time.RFC3339, ms.Annotations[v1alpha1.SupersededAtAnnotation])
+		if err != nil {
+			since = time.Time{}
 		}
-		return names[i] < names[j]
-	})
-	for _, name := range names {
-		if _, err := s.scaleSet(ctx, s.set(name), sizes[name]); err != nil {
-			return err
+		c, next := plan.Count(s.machines[ms.UID], minReady, s.now, since)
+		s.counts[ms.UID] = c
+		if next > 0 && (s.nextAvailable == 0 || next < s.nextAvailable) {
+			s.nextAvailable = next
 		}
 	}
-	return nil
+}
+
+// MaxSurge is how many Machines above spec.replicas md may have during a
+// rollout (maxSurge resolved against replicas; 0 unless RollingUpdate).
+// The safety controller's overshoot limit builds on it.
+func MaxSurge(md *v1alpha1.MachineDeployment) (int32, error) {
+	surge, _, err := plan.Fenceposts(md)
+	return surge, err
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
@@ -44,35 +45,23 @@ type scope struct {
 	// machines are each owned set's Machines, being deleted or not. They
 	// are the cache's own objects (see collect): read only.
 	machines map[types.UID][]*v1alpha1.Machine
+	// counts are each owned set's Machines as the planner counts them;
+	// nextAvailable is how long until the next Ready Machine becomes
+	// available (0: none pending).
+	counts        map[types.UID]plan.Counts
+	nextAvailable time.Duration
 	// newSet is the set of the current template; nil until it exists.
 	newSet *v1alpha1.MachineSet
 	// oldSets are the other owned sets, oldest first.
 	oldSets []*v1alpha1.MachineSet
 }
 
-// view is what the rollout arithmetic knows of ms.
-func (s *scope) view(ms *v1alpha1.MachineSet) setView {
-	v := setView{
-		Name: ms.Name, Revision: revisionOf(ms.Annotations), Created: ms.CreationTimestamp.Time,
-		Spec: ms.Spec.Replicas, Status: ms.Status.Replicas, Present: int32(len(s.machines[ms.UID])),
-		Available: ms.Status.AvailableReplicas,
-	}
-	if d, ok := intAnnotation(ms.Annotations, v1alpha1.DesiredReplicasAnnotation); ok {
-		v.Desired, v.HasDesired = d, true
-	}
-	v.MaxReplicas, _ = intAnnotation(ms.Annotations, v1alpha1.MaxReplicasAnnotation)
-	if !ms.DeletionTimestamp.IsZero() {
-		// Going away: it keeps nothing, whatever its spec says, but its
-		// Machines still count until they are gone.
-		v.Spec, v.HasDesired = 0, false
-	}
-	return v
-}
-
-func (s *scope) views(sets []*v1alpha1.MachineSet) []setView {
-	out := make([]setView, 0, len(sets))
+// planSets are the sets as the planner (and the revision arithmetic) sees
+// them.
+func (s *scope) planSets(sets []*v1alpha1.MachineSet) []plan.Set {
+	out := make([]plan.Set, 0, len(sets))
 	for _, ms := range sets {
-		out = append(out, s.view(ms))
+		out = append(out, s.planSet(ms))
 	}
 	return out
 }

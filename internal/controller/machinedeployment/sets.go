@@ -19,26 +19,22 @@ import (
 	"github.com/millwright-dev/millwright/internal/names"
 )
 
-// scaleSet sets a set's spec.replicas and records the deployment's size it
-// was decided for. A frozen deployment grows no set. It reports whether the
-// size changed.
-func (s *scope) scaleSet(ctx context.Context, ms *v1alpha1.MachineSet, replicas int32) (bool, error) {
-	if !ms.DeletionTimestamp.IsZero() {
-		return false, nil
+// scaleSet sets a set's spec.replicas (as the planner decided, which
+// holds a frozen deployment's sizes) and records the deployment's size it
+// was decided for.
+func (s *scope) scaleSet(ctx context.Context, ms *v1alpha1.MachineSet, replicas int32) error {
+	if ms == nil || !ms.DeletionTimestamp.IsZero() {
+		return nil
 	}
 	from := ms.Spec.Replicas
-	if replicas > from && s.frozen {
-		s.log.Info("frozen by the safety controller: not scaling up", "machineSet", ms.Name, "from", from, "to", replicas)
-		return false, nil
-	}
 	if _, err := s.patchSet(ctx, ms, func(ms *v1alpha1.MachineSet) {
 		ms.Spec.Replicas = replicas
 		s.setReplicasAnnotations(&ms.Annotations)
 	}); err != nil {
-		return false, err
+		return err
 	}
 	if from == replicas {
-		return false, nil
+		return nil
 	}
 	direction := "up"
 	if replicas < from {
@@ -46,7 +42,7 @@ func (s *scope) scaleSet(ctx context.Context, ms *v1alpha1.MachineSet, replicas 
 	}
 	s.log.Info("scaled MachineSet", "machineSet", ms.Name, "from", from, "to", replicas)
 	s.event(corev1.EventTypeNormal, reasonScalingSet, fmt.Sprintf("Scaled %s MachineSet %s from %d to %d", direction, ms.Name, from, replicas))
-	return true, nil
+	return nil
 }
 
 // setReplicasAnnotations records the deployment's replicas and budget, the
@@ -60,13 +56,10 @@ func (s *scope) setReplicasAnnotations(annotations *map[string]string) {
 }
 
 // createNewSet creates the set of the current template with replicas
-// Machines (none while frozen). A name already taken by a set of another
+// Machines (the planner's: none while frozen). A name already taken by a set of another
 // template is a hash collision: collisionCount grows and the next reconcile
 // tries the next name.
 func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32) (reconcile.Result, error) {
-	if s.frozen {
-		replicas = 0
-	}
 	md := s.md
 	hash := templateHash(&md.Spec.Template, md.Status.CollisionCount)
 	ms := &v1alpha1.MachineSet{

@@ -3,7 +3,6 @@ package machinedeployment
 import (
 	"maps"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,33 +28,6 @@ func TestTemplateLabelsOf(t *testing.T) {
 	}
 	if got := templateLabelsOf(md, ms); got[v1alpha1.MachineDeploymentNameLabel] != "web" || got[v1alpha1.TemplateHashLabel] != "" {
 		t.Errorf("labels %v: want the selected label kept, the hash dropped", got)
-	}
-}
-
-func TestLeftOf(t *testing.T) {
-	since := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	machine := func(created time.Time, deleting bool) *v1alpha1.Machine {
-		m := &v1alpha1.Machine{}
-		m.CreationTimestamp = metav1.NewTime(created)
-		if deleting {
-			m.DeletionTimestamp = &metav1.Time{Time: since}
-		}
-		return m
-	}
-	machines := []*v1alpha1.Machine{
-		machine(since.Add(-time.Hour), false),    // an old Machine: counts
-		machine(since, false),                    // created the same second: counts
-		machine(since.Add(-time.Hour), true),     // deleted by a person: gone
-		machine(since.Add(2*time.Second), false), // a replacement raced in: not counted
-	}
-	ms := &v1alpha1.MachineSet{}
-	ms.Annotations = map[string]string{v1alpha1.SupersededAtAnnotation: since.Format(time.RFC3339)}
-	if got := leftOf(ms, machines); got != 2 {
-		t.Errorf("leftOf = %d, want 2", got)
-	}
-	delete(ms.Annotations, v1alpha1.SupersededAtAnnotation)
-	if got := leftOf(ms, machines); got != 3 {
-		t.Errorf("without the mark, leftOf = %d, want every live Machine (3)", got)
 	}
 }
 

@@ -2,7 +2,9 @@ package machinedeployment
 
 import (
 	"context"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -91,9 +93,9 @@ func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []re
 	return reqs
 }
 
-// machineToDeployment maps a Machine to the deployment of its MachineSet.
-// Machines matter to a deployment only by existing: their health reaches
-// it through their set's status.
+// machineToDeployment maps a Machine to the deployment of its MachineSet,
+// which counts its Machines itself (package plan): one becoming available
+// or going away moves the rollout without waiting for the set's status.
 func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) []reconcile.Request {
 	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MachineSet" {
 		ms := &v1alpha1.MachineSet{}
@@ -108,14 +110,35 @@ func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) [
 }
 
 // machineCounted passes the Machine events that change a count: creation,
-// deletion starting or ending, a change of owner.
+// deletion starting or ending, a change of owner, of the Ready condition
+// (its status or transition time, from which availability runs) or of the
+// failureReason. The instant a Ready Machine passes minReadySeconds is a
+// timed requeue (rollout), not an event.
 func machineCounted() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
-				!equalOwner(metav1.GetControllerOf(e.ObjectOld), metav1.GetControllerOf(e.ObjectNew))
+			if e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+				!equalOwner(metav1.GetControllerOf(e.ObjectOld), metav1.GetControllerOf(e.ObjectNew)) {
+				return true
+			}
+			old, okOld := e.ObjectOld.(*v1alpha1.Machine)
+			cur, okNew := e.ObjectNew.(*v1alpha1.Machine)
+			if !okOld || !okNew {
+				return true
+			}
+			return old.Status.FailureReason != cur.Status.FailureReason ||
+				readySince(old) != readySince(cur)
 		},
 	}
+}
+
+// readySince is when the Machine became Ready; zero when it is not.
+func readySince(m *v1alpha1.Machine) time.Time {
+	c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ReadyCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return time.Time{}
+	}
+	return c.LastTransitionTime.Time
 }
 
 func equalOwner(a, b *metav1.OwnerReference) bool {

@@ -50,6 +50,45 @@ func TestRollingUpdateStaysWithinBounds(t *testing.T) {
 	h.ExpectEvent("ScalingMachineSet", md.Name)
 }
 
+// TestRollingUpdateTerminationStarted: a Machine being deleted no longer
+// counts against maxSurge, so at most replicas + maxSurge Machines that
+// are not being deleted exist; availability holds as with the default.
+func TestRollingUpdateTerminationStarted(t *testing.T) {
+	h := newHarness(t)
+	h.Class("v1", slowSpec)
+	h.Class("v2", slowSpec)
+	h.deployment("web", 6, "v1", func(md *v1alpha1.MachineDeployment) {
+		md.Spec.Strategy = rolling("2", "0")
+		md.Spec.Strategy.RollingUpdate.ReplacementPolicy = v1alpha1.TerminationStarted
+	})
+	h.waitComplete("web", 90*time.Second)
+
+	w := h.watch("web", func(ms []v1alpha1.Machine) string {
+		live, avail := 0, 0
+		for i := range ms {
+			if ms[i].DeletionTimestamp.IsZero() {
+				live++
+			}
+			if available(&ms[i]) {
+				avail++
+			}
+		}
+		switch {
+		case live > 8:
+			return fmt.Sprintf("%d Machines not being deleted, above replicas + maxSurge = 8", live)
+		case avail < 6:
+			return fmt.Sprintf("%d Machines available, below replicas − maxUnavailable = 6", avail)
+		}
+		return ""
+	})
+	h.update("web", useClass("v2"))
+	h.waitComplete("web", 180*time.Second)
+	w.finish(t)
+	if sets := h.setsByRevision("web"); len(sets) != 2 || sets[1].Spec.Replicas != 0 || sets[2].Spec.Replicas != 6 {
+		t.Errorf("sets after the rollout: %v", summary(sets))
+	}
+}
+
 func TestRecreate(t *testing.T) {
 	h := newHarness(t)
 	h.Class("v1", slowSpec)

@@ -1,0 +1,14 @@
+// Package plan is the MachineDeployment rollout planner: one pure function,
+// Plan, that decides from the deployment's settings and what each of its
+// MachineSets has (counted from the Machines themselves) the spec.replicas
+// every MachineSet should have after this reconcile. Scale-ups and
+// scale-downs are decided together, so a rollout moves in waves: each
+// reconcile grows the new set as far as the surge budget allows and shrinks
+// the old ones as far as the availability floor allows.
+//
+// It reads no clock and no client: inputs in, targets out, each with the
+// reason a person reads in the rollout log (docs/rollout.md). The
+// MachineDeployment controller builds the input, writes each MachineSet at
+// most once (shrinks before growths), and the golden tests of this package
+// replay whole rollouts in a simulated world through the same function.
+package plan
