@@ -102,7 +102,8 @@ func TestImage(t *testing.T) {
 			t.Errorf("/%s --version: %v\n%s", b, err, out)
 			continue
 		}
-		if want := b + " version " + o.version + "\n"; string(out) != want {
+		// A kubectl plugin calls itself as kubectl does: "kubectl millwright".
+		if want := strings.Replace(b, "kubectl-", "kubectl ", 1) + " version " + o.version + "\n"; string(out) != want {
 			t.Errorf("/%s --version printed %q, want %q", b, out, want)
 		}
 	}
