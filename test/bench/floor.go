@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,6 +99,10 @@ type heldFloor struct {
 	// LeasePUTsPerSecond is the API server's Lease PUT rate in the window
 	// (all of kwok's renewals; nothing else runs yet).
 	LeasePUTsPerSecond float64 `json:"lease_puts_per_second"`
+	// OldestLeaseSeconds is the age of the least recently renewed Lease of
+	// the floor's Nodes at the end: kwok keeps up while it stays near the
+	// renewal interval (a quarter of the Lease), far under the grace period.
+	OldestLeaseSeconds float64 `json:"oldest_lease_seconds"`
 }
 
 // holdFloor keeps the floor's n Ready Nodes for d and reports whether kwok
@@ -124,8 +129,37 @@ func (e *env) holdFloor(ctx context.Context, o *observer, n int, tag string, d t
 	}
 	h := &heldFloor{Seconds: round(time.Since(begin).Seconds(), 1), ReadyFlaps: o.nodeFlaps.Load() - flaps, NotReadyAtEnd: n - ready}
 	h.LeasePUTsPerSecond = round((after["leases PUT"]-before["leases PUT"])/time.Since(begin).Seconds(), 1)
-	logf("floor: held %.1fs: %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s", h.Seconds, h.ReadyFlaps, h.NotReadyAtEnd, h.LeasePUTsPerSecond)
+	if h.OldestLeaseSeconds, err = e.oldestLease(ctx, n, tag); err != nil {
+		return nil, err
+	}
+	logf("floor: held %.1fs: %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease renewed %.1fs ago",
+		h.Seconds, h.ReadyFlaps, h.NotReadyAtEnd, h.LeasePUTsPerSecond, h.OldestLeaseSeconds)
 	return h, nil
+}
+
+// oldestLease is the age, in seconds, of the least recently renewed Lease
+// of the floor's n Nodes; a Node without a Lease fails.
+func (e *env) oldestLease(ctx context.Context, n int, tag string) (float64, error) {
+	var l coordinationv1.LeaseList
+	if err := e.admin.List(ctx, &l, client.InNamespace(corev1.NamespaceNodeLease)); err != nil {
+		return 0, err
+	}
+	renewed := map[string]time.Time{}
+	for _, lease := range l.Items {
+		if lease.Spec.RenewTime != nil {
+			renewed[lease.Name] = lease.Spec.RenewTime.Time
+		}
+	}
+	now, oldest := time.Now(), 0.0
+	for i := range n {
+		name := floorNode(tag, i).Name
+		at, ok := renewed[name]
+		if !ok {
+			return 0, fmt.Errorf("floor Node %s has no renewed Lease", name)
+		}
+		oldest = max(oldest, now.Sub(at).Seconds())
+	}
+	return round(oldest, 1), nil
 }
 
 func floorNode(tag string, i int) *corev1.Node {

@@ -114,8 +114,8 @@ func writeRatios(w io.Writer, results []*result) error {
 			lines = append(lines, fmt.Sprintf("scale-down: %s× the scale-up's seconds (%.1f s)", opt(r.RatioToScaleUp), r.Seconds))
 		}
 		if r.Held != nil {
-			lines = append(lines, fmt.Sprintf("floor hold: %d Nodes kept %.1f s, %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s",
-				r.Machines, r.Held.Seconds, r.Held.ReadyFlaps, r.Held.NotReadyAtEnd, r.Held.LeasePUTsPerSecond))
+			lines = append(lines, fmt.Sprintf("floor hold: %d Nodes kept %.1f s, %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease %.1f s",
+				r.Machines, r.Held.Seconds, r.Held.ReadyFlaps, r.Held.NotReadyAtEnd, r.Held.LeasePUTsPerSecond, r.Held.OldestLeaseSeconds))
 		}
 	}
 	if len(lines) == 0 {
