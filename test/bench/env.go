@@ -61,13 +61,10 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// startCluster starts the control plane for n machines and installs the
-// CRDs. kwok's Leases and kube-controller-manager's grace period are
-// chosen for n Nodes (localcluster.HeartbeatsFor: the defaults up to 1000).
-func startCluster(ctx context.Context, root, dir string, n int, qps float32, burst int) (*env, error) {
+// startCluster starts the control plane, with kwok's Leases and
+// kube-controller-manager's grace period as hb says, and installs the CRDs.
+func startCluster(ctx context.Context, root, dir string, hb localcluster.NodeHeartbeats, qps float32, burst int) (*env, error) {
 	e := &env{root: root, bin: filepath.Join(root, "bin"), scheme: newScheme(), qps: qps, burst: burst}
-	hb := localcluster.HeartbeatsFor(n)
-	logf("node heartbeats for %d Nodes: %s (%.0f Lease PUTs/s)", n, describeHeartbeats(hb), hb.LeasePUTsPerSecond(n))
 	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: e.bin, Dir: dir, Logf: logf, NodeHeartbeats: hb})
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/millwright-dev/millwright/internal/localcluster"
 	"github.com/millwright-dev/millwright/internal/repo"
 )
 
@@ -56,6 +57,7 @@ func main() {
 	timeout := flag.Duration("timeout", 0, "bound of each scenario (default: 10m + 1s per machine)")
 	managerArgs := flag.String("manager-args", "", "extra flags for millwright-manager, space-separated (e.g. \"--machine-workers=100\"), to see what a setting changes")
 	policy := flag.String("replacement-policy", policyComplete, "the MachineDeployment's spec.strategy.rollingUpdate.replacementPolicy ("+policyComplete+" or "+policyStarted+"), for every scenario but rolling-update-started")
+	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
 	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
@@ -73,6 +75,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "-replacement-policy must be %s or %s\n", policyComplete, policyStarted)
 		os.Exit(2)
 	}
+	if *heartbeats != "auto" && *heartbeats != "default" {
+		fmt.Fprintln(os.Stderr, "-node-heartbeats must be auto or default")
+		os.Exit(2)
+	}
 	if *n < 1 {
 		fmt.Fprintln(os.Stderr, "-n must be at least 1")
 		os.Exit(2)
@@ -82,7 +88,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default"})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -121,6 +127,9 @@ type config struct {
 	policy string
 	// floorHold keeps the floor's Nodes that long after they are Ready.
 	floorHold time.Duration
+	// defaultHeartbeats keeps kwok's and kube-controller-manager's
+	// defaults whatever n.
+	defaultHeartbeats bool
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -137,7 +146,12 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 		}
 	}
 	logf("starting the local cluster (%d machines; scenarios %s)", cfg.n, strings.Join(cfg.scenarios, ","))
-	e, err := startCluster(ctx, root, dir, cfg.n, cfg.qps, cfg.burst)
+	hb := localcluster.HeartbeatsFor(cfg.n)
+	if cfg.defaultHeartbeats {
+		hb = localcluster.NodeHeartbeats{}
+	}
+	logf("node heartbeats for %d Nodes: %s (%.0f Lease PUTs/s)", cfg.n, describeHeartbeats(hb), hb.LeasePUTsPerSecond(cfg.n))
+	e, err := startCluster(ctx, root, dir, hb, cfg.qps, cfg.burst)
 	if e != nil {
 		e.managerArgs = cfg.managerArgs
 	}
