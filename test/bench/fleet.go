@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,8 +104,15 @@ type observer struct {
 }
 
 func (e *env) startObserver(ctx context.Context) (*observer, error) {
-	c, err := cache.New(e.cluster.RESTConfig(), cache.Options{
-		Scheme: e.scheme,
+	return newObserver(ctx, e.cluster.RESTConfig(), e.scheme)
+}
+
+// newObserver starts the informers of the fleet's and the floor's
+// namespaces, with the fleet bound check and the Node flap count on their
+// events; they stop with ctx.
+func newObserver(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (*observer, error) {
+	c, err := cache.New(cfg, cache.Options{
+		Scheme: scheme,
 		DefaultNamespaces: map[string]cache.Config{
 			benchNamespace: {}, floorNamespace: {},
 		},
