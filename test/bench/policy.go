@@ -21,20 +21,41 @@ var policyPath = []string{"spec", "strategy", "rollingUpdate", "replacementPolic
 
 // createDeployment creates md with the replacement policy set.
 func (b *bench) createDeployment(ctx context.Context, md *v1alpha1.MachineDeployment, policy string) error {
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+	u, err := withPolicy(md, policy)
 	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: raw}
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind("MachineDeployment")
-	if err := unstructured.SetNestedField(u.Object, policy, policyPath...); err != nil {
 		return err
 	}
 	if err := b.e.admin.Create(ctx, u); err != nil {
 		return err
 	}
 	return b.checkPolicy(u, policy)
+}
+
+// withPolicy is md as an unstructured object with the policy set by path.
+func withPolicy(md *v1alpha1.MachineDeployment, policy string) (*unstructured.Unstructured, error) {
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(md)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetAPIVersion(v1alpha1.GroupVersion.String())
+	u.SetKind("MachineDeployment")
+	return u, unstructured.SetNestedField(u.Object, policy, policyPath...)
+}
+
+// apiHasPolicy tells, by a dry-run create, whether the API server keeps
+// the replacement policy field: the run fails at once, not after the
+// scenarios before the one needing it, when a build lacks it.
+func (e *env) apiHasPolicy(ctx context.Context) (bool, error) {
+	u, err := withPolicy(machineDeployment(0), policyStarted)
+	if err != nil {
+		return false, err
+	}
+	if err := e.admin.Create(ctx, u, client.DryRunAll); err != nil {
+		return false, fmt.Errorf("dry-run create of a MachineDeployment: %w", err)
+	}
+	got, _, _ := unstructured.NestedString(u.Object, policyPath...)
+	return got == policyStarted, nil
 }
 
 // setPolicy patches the deployment's replacement policy (and nothing
