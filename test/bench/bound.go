@@ -88,6 +88,7 @@ type fleetWatch struct {
 	peak      fleetCount
 	violation error
 	over      bool        // the last event left the fleet over the bound
+	reported  bool        // result has returned the violation
 	onViolate func(error) // called, outside the lock, when the fleet goes over the bound; for a loud log
 }
 
@@ -137,17 +138,26 @@ func (w *fleetWatch) countLocked() fleetCount {
 }
 
 // reset starts a scenario: the bound in force from now on, the peak
-// restarted from the fleet as it is, no violation yet.
-func (w *fleetWatch) reset(b fleetBound) {
+// restarted from the fleet as it is, no violation yet. It returns the
+// violation not yet reported, if any: one between two scenarios (e.g.
+// while a wave's floor was measured) must not be lost.
+func (w *fleetWatch) reset(b fleetBound) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.bound, w.peak, w.violation, w.over = b, w.countLocked(), nil, false
+	var missed error
+	if !w.reported {
+		missed = w.violation
+	}
+	w.bound, w.peak, w.violation, w.over, w.reported = b, w.countLocked(), nil, false, false
+	return missed
 }
 
 // result returns the bound, the largest fleet since reset and the first
-// violation, if any.
+// violation, if any; the next reset then does not return that violation
+// again.
 func (w *fleetWatch) result() (fleetBound, fleetCount, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.reported = true
 	return w.bound, w.peak, w.violation
 }

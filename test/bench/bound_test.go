@@ -60,8 +60,19 @@ func TestFleetWatchCountsEveryEvent(t *testing.T) {
 	if peak != (fleetCount{All: 5, NotDeleting: 4}) || bound.limit() != 3 {
 		t.Errorf("peak %+v, bound %+v; want 5 objects, 4 not deleting, limit 3", peak, bound)
 	}
-	w.reset(boundFor(2, 2, policyComplete))
+	if err := w.reset(boundFor(2, 2, policyComplete)); err != nil {
+		t.Errorf("reset returned the violation result() already reported: %v", err)
+	}
 	if _, peak, err := w.result(); err != nil || peak != (fleetCount{All: 4, NotDeleting: 4}) {
 		t.Errorf("after reset: peak %+v, err %v; want the fleet as it is (4, 4) and no violation", peak, err)
+	}
+	// A violation between two scenarios (no result() in between) is
+	// returned by the next reset, not lost.
+	w.reset(boundFor(10, 10, policyComplete))
+	w.observe("f", true, false) // 5 Machines, limit 11: fine
+	w.bound = boundFor(2, 2, policyComplete)
+	w.observe("g", true, false) // 6 Machines, limit 3
+	if err := w.reset(boundFor(10, 10, policyComplete)); err == nil || !strings.Contains(err.Error(), "6 Machine objects") {
+		t.Errorf("reset after an unreported violation = %v, want it", err)
 	}
 }

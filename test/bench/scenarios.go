@@ -29,7 +29,9 @@ func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error
 	if err != nil {
 		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
 	}
-	b.o.fleet.reset(bound)
+	if err := b.o.fleet.reset(bound); err != nil {
+		return nil, fmt.Errorf("before this scenario: %w", err)
+	}
 	return &meter{e: e, o: b.o, start: start, peaks: startPeaks(ctx, e.metricsURL, pid), flaps: b.o.nodeFlaps.Load()}, nil
 }
 
