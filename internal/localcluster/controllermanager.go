@@ -22,28 +22,29 @@ func (c *Cluster) controllerManager() (*component, error) {
 		return nil, err
 	}
 	healthz := httpProbe(httpc, fmt.Sprintf("https://127.0.0.1:%d/healthz", c.ports.controllerManager), "ok")
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(c.ports.controllerManager),
+		"--tls-cert-file=" + c.pki.servingCert,
+		"--tls-private-key-file=" + c.pki.servingKey,
+		// "*" leaves out bootstrapsigner (signs kube-public/cluster-
+		// info with bootstrap tokens) and tokencleaner (deletes expired
+		// tokens): kubeadm turns both on, and nodes joining with
+		// bootstrap tokens rely on them.
+		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + c.pki.saKey,
+		"--root-ca-file=" + c.pki.caCert,
+		"--cluster-signing-cert-file=" + c.pki.caCert,
+		"--cluster-signing-key-file=" + c.pki.caKey,
+		"--leader-elect=false",
+	}
 	return &component{
 		name: ControllerManager,
-		args: []string{
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--bind-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(c.ports.controllerManager),
-			"--tls-cert-file=" + c.pki.servingCert,
-			"--tls-private-key-file=" + c.pki.servingKey,
-			// "*" leaves out bootstrapsigner (signs kube-public/cluster-
-			// info with bootstrap tokens) and tokencleaner (deletes expired
-			// tokens): kubeadm turns both on, and nodes joining with
-			// bootstrap tokens rely on them.
-			"--controllers=*,bootstrapsigner,tokencleaner",
-			"--use-service-account-credentials=true",
-			"--service-account-private-key-file=" + c.pki.saKey,
-			"--root-ca-file=" + c.pki.caCert,
-			"--cluster-signing-cert-file=" + c.pki.caCert,
-			"--cluster-signing-key-file=" + c.pki.caKey,
-			"--leader-elect=false",
-		},
+		args: append(args, c.opts.NodeHeartbeats.controllerManagerArgs()...),
 		// /healthz, then the "default" ServiceAccount: until the
 		// serviceaccount controller has made it, the API server refuses
 		// every pod in the namespace, and a caller's first Deployment would

@@ -58,6 +58,13 @@
 // bound to it, pod-complete completes Job pods and pod-delete finishes
 // deleting pods.
 //
+// kwok renews each Node's Lease every quarter of its duration (40 s by
+// default, as a kubelet): about 100 Lease PUTs a second per 1000 Nodes.
+// Options.NodeHeartbeats lengthens the Lease, adds renewal workers and
+// gives kube-controller-manager a matching --node-monitor-grace-period;
+// HeartbeatsFor(n) chooses them for n Nodes (the defaults up to 1000), as
+// the scale benchmark does (docs/benchmarks.md).
+//
 // Chaos: the label node-not-ready.stage.kwok.x-k8s.io=true
 // (KwokNotReadyLabel) on a Node makes kwok report it Ready=False after a 1-2
 // second delay, with the reason and message read from the annotations

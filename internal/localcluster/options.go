@@ -65,6 +65,10 @@ type Options struct {
 	// certificate or token; anonymous requests get what the default RBAC
 	// policy gives system:unauthenticated (health and version).
 	APIServerBindAddress string
+	// NodeHeartbeats sets kwok's Node Leases and kube-controller-manager's
+	// grace period; the zero value is the defaults. HeartbeatsFor(n) gives
+	// settings under which kwok keeps n Nodes Ready on a small machine.
+	NodeHeartbeats NodeHeartbeats
 	// Logf, when set, receives progress messages ("etcd healthy after
 	// 1.2s").
 	Logf func(format string, args ...any)
@@ -90,6 +94,9 @@ func (o *Options) setDefaults() error {
 	case "127.0.0.1", "0.0.0.0":
 	default:
 		return fmt.Errorf("localcluster: APIServerBindAddress %q: only 127.0.0.1 and 0.0.0.0 include the loopback address the components use", o.APIServerBindAddress)
+	}
+	if err := o.NodeHeartbeats.check(); err != nil {
+		return err
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

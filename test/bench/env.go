@@ -61,10 +61,11 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
-// startCluster starts the control plane and installs the CRDs.
-func startCluster(ctx context.Context, root, dir string, qps float32, burst int) (*env, error) {
+// startCluster starts the control plane, with kwok's Leases and
+// kube-controller-manager's grace period as hb says, and installs the CRDs.
+func startCluster(ctx context.Context, root, dir string, hb localcluster.NodeHeartbeats, qps float32, burst int) (*env, error) {
 	e := &env{root: root, bin: filepath.Join(root, "bin"), scheme: newScheme(), qps: qps, burst: burst}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: e.bin, Dir: dir, Logf: logf})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: e.bin, Dir: dir, Logf: logf, NodeHeartbeats: hb})
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +87,13 @@ func startCluster(ctx context.Context, root, dir string, qps float32, burst int)
 		}
 	}
 	return e, nil
+}
+
+func describeHeartbeats(h localcluster.NodeHeartbeats) string {
+	if h == (localcluster.NodeHeartbeats{}) {
+		return "defaults (kwok 40s Leases, 4 workers; node-monitor-grace-period 50s)"
+	}
+	return fmt.Sprintf("kwok %s Leases, %d workers; node-monitor-grace-period %s", h.LeaseDuration, h.LeaseParallelism, h.MonitorGracePeriod)
 }
 
 // client returns a client limited to qps and burst.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +26,11 @@ const (
 	// classFast has no sim latency: scale-up measures Millwright, not the cloud.
 	classFast = "bench-fast"
 	// classSlow takes createLatency per VM create: the rolling update's target.
-	classSlow     = "bench-slow"
+	classSlow = "bench-slow"
+	// classSlowB is classSlow under another name: the target of the second
+	// rolling update (rolling-update-started), so both policies are
+	// measured on the same create latency.
+	classSlowB    = "bench-slow-b"
 	createLatency = 2 * time.Second
 	poolLabel     = "bench.millwright.dev/pool"
 )
@@ -46,11 +52,12 @@ func machineClass(namespace, name string, latency time.Duration) *v1alpha1.Machi
 	}
 }
 
-// createClasses creates the two MachineClasses of the benchmark's fleet.
+// createClasses creates the three MachineClasses of the benchmark's fleet.
 func (e *env) createClasses(ctx context.Context) error {
 	for _, mc := range []*v1alpha1.MachineClass{
 		machineClass(benchNamespace, classFast, 0),
 		machineClass(benchNamespace, classSlow, createLatency),
+		machineClass(benchNamespace, classSlowB, createLatency),
 	} {
 		if err := e.admin.Create(ctx, mc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating MachineClass %s: %w", mc.Name, err)
@@ -71,7 +78,7 @@ func machineDeployment(replicas int32) *v1alpha1.MachineDeployment {
 			Strategy: v1alpha1.MachineDeploymentStrategy{
 				Type: v1alpha1.RollingUpdateStrategy,
 				RollingUpdate: &v1alpha1.RollingUpdateMachineDeployment{
-					MaxSurge:       ptr.To(intstr.FromString("10%")),
+					MaxSurge:       ptr.To(intstr.FromString(fmt.Sprintf("%d%%", maxSurgePercent))),
 					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 				},
 			},
@@ -87,11 +94,25 @@ func machineDeployment(replicas int32) *v1alpha1.MachineDeployment {
 // the API server than listing thousands of objects every second.
 type observer struct {
 	cache cache.Cache
+	// fleet checks the replacement policy's bound at every Machine event.
+	fleet *fleetWatch
+	// nodeFlaps counts Node Ready → not Ready transitions (False or
+	// Unknown) since the start. kwok Nodes only leave Ready when
+	// kube-controller-manager finds their Lease too old (nothing here
+	// marks them NotReady), so each is a heartbeat kwok failed to keep.
+	nodeFlaps atomic.Int64
 }
 
 func (e *env) startObserver(ctx context.Context) (*observer, error) {
-	c, err := cache.New(e.cluster.RESTConfig(), cache.Options{
-		Scheme: e.scheme,
+	return newObserver(ctx, e.cluster.RESTConfig(), e.scheme)
+}
+
+// newObserver starts the informers of the fleet's and the floor's
+// namespaces, with the fleet bound check and the Node flap count on their
+// events; they stop with ctx.
+func newObserver(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) (*observer, error) {
+	c, err := cache.New(cfg, cache.Options{
+		Scheme: scheme,
 		DefaultNamespaces: map[string]cache.Config{
 			benchNamespace: {}, floorNamespace: {},
 		},
@@ -109,7 +130,13 @@ func (e *env) startObserver(ctx context.Context) (*observer, error) {
 			return nil, err
 		}
 	}
-	return &observer{cache: c}, nil
+	o := &observer{cache: c, fleet: newFleetWatch(func(err error) {
+		logf("!!! %v", err)
+	})}
+	if err := o.watchEvents(ctx); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // machines counts the fleet's Machines: all of them, and the Running ones

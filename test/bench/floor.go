@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,18 +33,19 @@ const floorWorkers = 16
 // through another with the sim's, as in the real system, where the manager
 // creates Machines and the sim registers Nodes concurrently. It returns the
 // seconds from the first create to the last Node Ready, and removes what
-// it made.
-func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout time.Duration) (float64, error) {
+// it made. With hold > 0 it keeps the Ready Nodes that long first and
+// says whether they stayed Ready.
+func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout, hold time.Duration) (seconds float64, held *heldFloor, err error) {
 	if err := e.admin.Create(ctx, machineClass(floorNamespace, classFast, 0)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return 0, err
+		return 0, nil, err
 	}
 	machines, err := e.client(e.qps, e.burst)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	nodes, err := e.client(e.qps, e.burst)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -65,7 +67,7 @@ func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			return 0, fmt.Errorf("floor: %w", err)
+			return 0, nil, fmt.Errorf("floor: %w", err)
 		}
 	}
 	created := time.Since(begin)
@@ -74,11 +76,90 @@ func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout
 		return ready == n, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("floor: the Nodes did not all become Ready: %w", err)
+		return 0, nil, fmt.Errorf("floor: the Nodes did not all become Ready: %w", err)
 	}
-	seconds := time.Since(begin).Seconds()
+	seconds = time.Since(begin).Seconds()
 	logf("floor(%d): created in %s, all Ready after %.1fs", n, created.Round(100*time.Millisecond), seconds)
-	return seconds, e.removeFloor(context.WithoutCancel(ctx), o, tag)
+	if hold > 0 {
+		if held, err = e.holdFloor(ctx, o, n, tag, hold); err != nil {
+			return seconds, held, err
+		}
+	}
+	return seconds, held, e.removeFloor(context.WithoutCancel(ctx), o, tag)
+}
+
+// heldFloor is what happened while the floor's Nodes were kept (-floor-hold):
+// whether kwok kept them all Ready.
+type heldFloor struct {
+	Seconds float64 `json:"seconds"`
+	// ReadyFlaps are Node Ready → not Ready transitions in the window.
+	ReadyFlaps int64 `json:"node_ready_flaps"`
+	// NotReadyAtEnd are the floor's Nodes not Ready when the window ended.
+	NotReadyAtEnd int `json:"not_ready_at_end"`
+	// LeasePUTsPerSecond is the API server's Lease PUT rate in the window
+	// (all of kwok's renewals; nothing else runs yet).
+	LeasePUTsPerSecond float64 `json:"lease_puts_per_second"`
+	// OldestLeaseSeconds is the age of the least recently renewed Lease of
+	// the floor's Nodes at the end: kwok keeps up while it stays near the
+	// renewal interval (a quarter of the Lease), far under the grace period.
+	OldestLeaseSeconds float64 `json:"oldest_lease_seconds"`
+}
+
+// holdFloor keeps the floor's n Ready Nodes for d and reports whether kwok
+// kept them Ready: the test of the Lease settings (docs/benchmarks.md).
+func (e *env) holdFloor(ctx context.Context, o *observer, n int, tag string, d time.Duration) (*heldFloor, error) {
+	logf("floor: holding %d Nodes for %s, counting Ready flaps and Lease PUTs", n, d)
+	before, err := e.apiServerWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	flaps, begin := o.nodeFlaps.Load(), time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(d):
+	}
+	after, err := e.apiServerWrites(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ready, err := o.readyNodes(ctx, tag)
+	if err != nil {
+		return nil, err
+	}
+	h := &heldFloor{Seconds: round(time.Since(begin).Seconds(), 1), ReadyFlaps: o.nodeFlaps.Load() - flaps, NotReadyAtEnd: n - ready}
+	h.LeasePUTsPerSecond = round((after["leases PUT"]-before["leases PUT"])/time.Since(begin).Seconds(), 1)
+	if h.OldestLeaseSeconds, err = e.oldestLease(ctx, n, tag); err != nil {
+		return nil, err
+	}
+	logf("floor: held %.1fs: %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease renewed %.1fs ago",
+		h.Seconds, h.ReadyFlaps, h.NotReadyAtEnd, h.LeasePUTsPerSecond, h.OldestLeaseSeconds)
+	return h, nil
+}
+
+// oldestLease is the age, in seconds, of the least recently renewed Lease
+// of the floor's n Nodes; a Node without a Lease fails.
+func (e *env) oldestLease(ctx context.Context, n int, tag string) (float64, error) {
+	var l coordinationv1.LeaseList
+	if err := e.admin.List(ctx, &l, client.InNamespace(corev1.NamespaceNodeLease)); err != nil {
+		return 0, err
+	}
+	renewed := map[string]time.Time{}
+	for _, lease := range l.Items {
+		if lease.Spec.RenewTime != nil {
+			renewed[lease.Name] = lease.Spec.RenewTime.Time
+		}
+	}
+	now, oldest := time.Now(), 0.0
+	for i := range n {
+		name := floorNode(tag, i).Name
+		at, ok := renewed[name]
+		if !ok {
+			return 0, fmt.Errorf("floor Node %s has no renewed Lease", name)
+		}
+		oldest = max(oldest, now.Sub(at).Seconds())
+	}
+	return round(oldest, 1), nil
 }
 
 func floorNode(tag string, i int) *corev1.Node {

@@ -22,12 +22,13 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/millwright-dev/millwright/internal/localcluster"
 	"github.com/millwright-dev/millwright/internal/repo"
 )
 
 // allScenarios, in the order they run: each later one uses the fleet the
 // earlier ones left.
-var allScenarios = []string{"floor", "scale-up", "steady-state", "rolling-update", "scale-down"}
+var allScenarios = []string{"floor", "scale-up", "steady-state", "rolling-update", "rolling-update-started", "scale-down"}
 
 // bench holds what the scenarios share.
 type bench struct {
@@ -35,6 +36,10 @@ type bench struct {
 	o         *observer
 	timeout   time.Duration
 	steadyFor time.Duration
+	// replicas and policy are the deployment's spec.replicas and
+	// replacement policy as the benchmark last set them.
+	replicas int
+	policy   string
 }
 
 func logf(format string, args ...any) {
@@ -51,6 +56,9 @@ func main() {
 	burst := flag.Int("burst", 100, "API client burst of the manager, the sim and the floor (the manager's default)")
 	timeout := flag.Duration("timeout", 0, "bound of each scenario (default: 10m + 1s per machine)")
 	managerArgs := flag.String("manager-args", "", "extra flags for millwright-manager, space-separated (e.g. \"--machine-workers=100\"), to see what a setting changes")
+	policy := flag.String("replacement-policy", policyComplete, "the MachineDeployment's spec.strategy.rollingUpdate.replacementPolicy ("+policyComplete+" or "+policyStarted+"), for every scenario but rolling-update-started")
+	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
+	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
 	// retries are not the benchmark's output.
@@ -63,6 +71,14 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	if *policy != policyComplete && *policy != policyStarted {
+		fmt.Fprintf(os.Stderr, "-replacement-policy must be %s or %s\n", policyComplete, policyStarted)
+		os.Exit(2)
+	}
+	if *heartbeats != "auto" && *heartbeats != "default" {
+		fmt.Fprintln(os.Stderr, "-node-heartbeats must be auto or default")
+		os.Exit(2)
+	}
 	if *n < 1 {
 		fmt.Fprintln(os.Stderr, "-n must be at least 1")
 		os.Exit(2)
@@ -72,7 +88,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs)})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default"})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -106,6 +122,14 @@ type config struct {
 	timeout   time.Duration
 	// managerArgs are added to the manager's command line.
 	managerArgs []string
+	// policy is the deployment's replacement policy (rolling-update-started
+	// sets TerminationStarted).
+	policy string
+	// floorHold keeps the floor's Nodes that long after they are Ready.
+	floorHold time.Duration
+	// defaultHeartbeats keeps kwok's and kube-controller-manager's
+	// defaults whatever n.
+	defaultHeartbeats bool
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -122,7 +146,12 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 		}
 	}
 	logf("starting the local cluster (%d machines; scenarios %s)", cfg.n, strings.Join(cfg.scenarios, ","))
-	e, err := startCluster(ctx, root, dir, cfg.qps, cfg.burst)
+	hb := localcluster.HeartbeatsFor(cfg.n)
+	if cfg.defaultHeartbeats {
+		hb = localcluster.NodeHeartbeats{}
+	}
+	logf("node heartbeats for %d Nodes: %s (%.0f Lease PUTs/s)", cfg.n, describeHeartbeats(hb), hb.LeasePUTsPerSecond(cfg.n))
+	e, err := startCluster(ctx, root, dir, hb, cfg.qps, cfg.burst)
 	if e != nil {
 		e.managerArgs = cfg.managerArgs
 	}
@@ -130,13 +159,22 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if slices.Contains(cfg.scenarios, "rolling-update-started") || cfg.policy == policyStarted {
+		ok, err := e.apiHasPolicy(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s needs spec.strategy.rollingUpdate.replacementPolicy, which this build's MachineDeployment CRD lacks (the API server prunes it): leave rolling-update-started out of -scenarios, or build with the API change", policyStarted)
+		}
+	}
 	obsCtx, cancelObs := context.WithCancel(ctx)
 	defer cancelObs()
 	o, err := e.startObserver(obsCtx)
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{e: e, o: o, timeout: cfg.timeout, steadyFor: cfg.steady}
+	b := &bench{e: e, o: o, timeout: cfg.timeout, steadyFor: cfg.steady, policy: cfg.policy}
 	has := func(s string) bool { return slices.Contains(cfg.scenarios, s) }
 
 	// The floor runs before the manager starts, on an empty cluster, so
@@ -144,14 +182,17 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	var floor *float64
 	if has("floor") {
 		logf("floor: %d Machines and %d kwok Nodes", cfg.n, cfg.n)
-		s, err := e.floor(ctx, o, cfg.n, "n", cfg.timeout)
+		s, held, err := e.floor(ctx, o, cfg.n, "n", cfg.timeout, cfg.floorHold)
 		if err != nil {
 			return results, err
 		}
 		floor = num(round(s, 1))
 		w := 2.0 // one Machine and one Node create per machine, by construction
 		results = append(results, &result{Scenario: "floor", Machines: cfg.n, Seconds: *floor, FloorSeconds: floor,
-			RatioToFloor: num(1), WritesPerMachine: &w, QPS: cfg.qps, Burst: cfg.burst})
+			RatioToFloor: num(1), WritesPerMachine: &w, QPS: cfg.qps, Burst: cfg.burst, Held: held})
+		if held != nil && (held.ReadyFlaps > 0 || held.NotReadyAtEnd > 0) {
+			logf("!!! kwok did not keep the floor's %d Nodes Ready: %d Ready flaps, %d not Ready at the end", cfg.n, held.ReadyFlaps, held.NotReadyAtEnd)
+		}
 	}
 
 	logf("starting millwright-sim and millwright-manager")
@@ -182,6 +223,9 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 		}
 		logf("%s: %d machines", name, cfg.n)
 		r, err := f(ctx, cfg.n)
+		if r != nil && err != nil {
+			results = append(results, r) // a bound violation: its figures say by how much
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -200,10 +244,29 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	}); err != nil {
 		return results, err
 	}
+	var scaleUpSeconds *float64
+	if len(results) > 0 && results[len(results)-1].Scenario == "scale-up" {
+		scaleUpSeconds = &results[len(results)-1].Seconds
+	}
 	for _, s := range []struct {
 		name string
 		f    func(context.Context, int) (*result, error)
-	}{{"steady-state", b.steady}, {"rolling-update", b.rollingUpdate}, {"scale-down", b.scaleDown}} {
+	}{
+		{"steady-state", b.steady},
+		{"rolling-update", func(ctx context.Context, n int) (*result, error) {
+			return b.rollingUpdate(ctx, "rolling-update", n, classSlow, cfg.policy)
+		}},
+		{"rolling-update-started", func(ctx context.Context, n int) (*result, error) {
+			return b.rollingUpdate(ctx, "rolling-update-started", n, classSlowB, policyStarted)
+		}},
+		{"scale-down", func(ctx context.Context, n int) (*result, error) {
+			r, err := b.scaleDown(ctx, n)
+			if r != nil && scaleUpSeconds != nil && *scaleUpSeconds > 0 {
+				r.RatioToScaleUp = num(round(r.Seconds / *scaleUpSeconds, 2))
+			}
+			return r, err
+		}},
+	} {
 		if err := step(s.name, s.f); err != nil {
 			return results, err
 		}

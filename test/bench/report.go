@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -38,6 +39,26 @@ type result struct {
 	Burst int     `json:"burst,omitempty"`
 	// ManagerArgs are the extra manager flags of this run (-manager-args).
 	ManagerArgs []string `json:"manager_args,omitempty"`
+
+	// ReplacementPolicy is the deployment's policy during the scenario,
+	// FleetLimit the most Machines it allows (replicas + maxSurge, counted
+	// as the policy says) and LargestFleet the largest fleet seen at any
+	// Machine event. BoundViolation, when set, is the first event that
+	// went over FleetLimit: the run then fails.
+	ReplacementPolicy string      `json:"replacement_policy,omitempty"`
+	FleetLimit        int         `json:"fleet_limit,omitempty"`
+	LargestFleet      *fleetCount `json:"largest_fleet,omitempty"`
+	BoundViolation    string      `json:"bound_violation,omitempty"`
+	// NodeReadyFlaps are Node Ready → not Ready transitions during the
+	// scenario: kwok heartbeats kube-controller-manager found missing.
+	NodeReadyFlaps *int64 `json:"node_ready_flaps,omitempty"`
+	// LeasePUTsPerSecond is the API server's Lease PUT rate (kwok's
+	// renewals) over the scenario.
+	LeasePUTsPerSecond *float64 `json:"lease_puts_per_second,omitempty"`
+	// Held is the floor's hold window (-floor-hold).
+	Held *heldFloor `json:"hold,omitempty"`
+	// RatioToScaleUp (scale-down) is seconds / the scale-up's seconds.
+	RatioToScaleUp *float64 `json:"ratio_to_scale_up,omitempty"`
 }
 
 func writeJSON(w io.Writer, results []*result) error {
@@ -52,13 +73,56 @@ func writeJSON(w io.Writer, results []*result) error {
 
 func writeTable(w io.Writer, results []*result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tmachines\tseconds\tfloor s\t×floor\tideal s\t×ideal\twrites/machine\tdriver calls/machine\tpeak heap MiB\tpeak RSS MiB\tCPU s\t")
+	fmt.Fprintln(tw, "scenario\tpolicy\tmachines\tseconds\tfloor s\t×floor\tideal s\t×ideal\twrites/machine\tdriver calls/machine\tpeak heap MiB\tpeak RSS MiB\tCPU s\tmax Machines\tmax not deleting\tlimit\tReady flaps\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Machines, r.Seconds,
+		all, notDeleting, limit := "-", "-", "-"
+		if r.LargestFleet != nil {
+			all, notDeleting, limit = strconv.Itoa(r.LargestFleet.All), strconv.Itoa(r.LargestFleet.NotDeleting), strconv.Itoa(r.FleetLimit)
+		}
+		flaps := "-"
+		if r.NodeReadyFlaps != nil {
+			flaps = strconv.FormatInt(*r.NodeReadyFlaps, 10)
+		} else if r.Held != nil {
+			flaps = strconv.FormatInt(r.Held.ReadyFlaps, 10)
+		}
+		policy := r.ReplacementPolicy
+		if policy == "" {
+			policy = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, policy, r.Machines, r.Seconds,
 			opt(r.FloorSeconds), opt(r.RatioToFloor), opt(r.IdealSeconds), opt(r.RatioToIdeal),
-			opt(r.WritesPerMachine), opt(r.DriverCallsPerMachine), opt(r.ManagerPeakHeap), opt(r.ManagerRSS), opt(r.ManagerCPUSeconds))
+			opt(r.WritesPerMachine), opt(r.DriverCallsPerMachine), opt(r.ManagerPeakHeap), opt(r.ManagerRSS), opt(r.ManagerCPUSeconds),
+			all, notDeleting, limit, flaps)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeRatios(w, results)
+}
+
+// writeRatios prints, under the table, the ratios docs/benchmarks.md sets
+// targets for, each measured in this run.
+func writeRatios(w io.Writer, results []*result) error {
+	var lines []string
+	for _, r := range results {
+		switch {
+		case r.RatioToIdeal != nil:
+			lines = append(lines, fmt.Sprintf("%s (%s): %s× ideal (%.1f s / %s s)", r.Scenario, r.ReplacementPolicy, opt(r.RatioToIdeal), r.Seconds, opt(r.IdealSeconds)))
+		case r.Scenario == "scale-up" && r.RatioToFloor != nil:
+			lines = append(lines, fmt.Sprintf("scale-up: %s× floor (%.1f s / %s s), %s writes per Machine", opt(r.RatioToFloor), r.Seconds, opt(r.FloorSeconds), opt(r.WritesPerMachine)))
+		case r.RatioToScaleUp != nil:
+			lines = append(lines, fmt.Sprintf("scale-down: %s× the scale-up's seconds (%.1f s)", opt(r.RatioToScaleUp), r.Seconds))
+		}
+		if r.Held != nil {
+			lines = append(lines, fmt.Sprintf("floor hold: %d Nodes kept %.1f s, %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease %.1f s",
+				r.Machines, r.Held.Seconds, r.Held.ReadyFlaps, r.Held.NotReadyAtEnd, r.Held.LeasePUTsPerSecond, r.Held.OldestLeaseSeconds))
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "\nratios (same run):\n  %s\n", strings.Join(lines, "\n  "))
+	return err
 }
 
 func opt(v *float64) string {

@@ -11,29 +11,41 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
-// meter measures the manager over one scenario.
+// meter measures the manager over one scenario, and the fleet against
+// the replacement policy's bound at every Machine event.
 type meter struct {
 	e     *env
+	o     *observer
 	start counters
 	peaks *peaks
+	flaps int64 // the observer's Node Ready flaps at the start
 }
 
-func (e *env) startMeter(ctx context.Context) (*meter, error) {
+// startMeter starts measuring a scenario whose fleet must stay within bound.
+func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error) {
+	e := b.e
 	pid := e.managerPID()
 	start, err := e.readCounters(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
 	}
-	return &meter{e: e, start: start, peaks: startPeaks(ctx, e.metricsURL, pid)}, nil
+	if err := b.o.fleet.reset(bound); err != nil {
+		return nil, fmt.Errorf("before this scenario: %w", err)
+	}
+	return &meter{e: e, o: b.o, start: start, peaks: startPeaks(ctx, e.metricsURL, pid), flaps: b.o.nodeFlaps.Load()}, nil
 }
 
-// finish ends the measurement; per-machine figures are divided by n.
+// finish ends the measurement; per-machine figures are divided by n. When
+// the fleet went over its bound it returns the result and an error that
+// says by how much.
 func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, error) {
 	end, err := m.e.readCounters(ctx)
 	heap, rss, _ := m.peaks.stop()
 	if err != nil {
 		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
 	}
+	bound, peak, violation := m.o.fleet.result()
+	flaps := m.o.nodeFlaps.Load() - m.flaps
 	r := &result{
 		Scenario: scenario, Machines: n,
 		Seconds:           round(end.at.Sub(m.start.at).Seconds(), 1),
@@ -42,13 +54,20 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		ManagerCPUSeconds: num(round(end.cpuSeconds-m.start.cpuSeconds, 1)),
 		Writes:            map[string]float64{},
 		QPS:               m.e.qps, Burst: m.e.burst,
-		ManagerArgs: m.e.managerArgs,
+		ManagerArgs:       m.e.managerArgs,
+		ReplacementPolicy: bound.policyName(),
+		FleetLimit:        bound.limit(),
+		LargestFleet:      &peak,
+		NodeReadyFlaps:    &flaps,
 	}
 	r.APIServerWrites = map[string]float64{}
 	for k, v := range end.apiWrites {
 		if d := v - m.start.apiWrites[k]; d > 0 {
 			r.APIServerWrites[k] = d
 		}
+	}
+	if r.Seconds > 0 {
+		r.LeasePUTsPerSecond = num(round(r.APIServerWrites["leases PUT"]/r.Seconds, 1))
 	}
 	for method, v := range end.writes {
 		if d := v - m.start.writes[method]; d > 0 {
@@ -59,13 +78,17 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		r.WritesPerMachine = num(round((end.totalWrites()-m.start.totalWrites())/float64(n), 2))
 		r.DriverCallsPerMachine = num(round((end.driverCalls-m.start.driverCalls)/float64(n), 2))
 	}
+	if violation != nil {
+		r.BoundViolation = violation.Error()
+		return r, fmt.Errorf("%s: %w (largest fleet: %d Machines, %d not being deleted; limit %d)", scenario, violation, peak.All, peak.NotDeleting, bound.limit())
+	}
 	return r, nil
 }
 
 // scaleUp creates the fleet of n Machines, or scales it to n, and measures
 // until all are Running.
 func (b *bench) scaleUp(ctx context.Context, n int) (*result, error) {
-	m, err := b.e.startMeter(ctx)
+	m, err := b.startMeter(ctx, boundFor(b.replicas, n, b.policy))
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +101,8 @@ func (b *bench) scaleUp(ctx context.Context, n int) (*result, error) {
 	return m.finish(ctx, "scale-up", n)
 }
 
-// setReplicas creates the MachineDeployment with replicas, or scales it.
+// setReplicas creates the MachineDeployment with replicas and the
+// benchmark's replacement policy, or scales it.
 func (b *bench) setReplicas(ctx context.Context, replicas int32) error {
 	var md v1alpha1.MachineDeployment
 	err := b.e.admin.Get(ctx, client.ObjectKey{Namespace: benchNamespace, Name: deploymentName}, &md)
@@ -86,16 +110,21 @@ func (b *bench) setReplicas(ctx context.Context, replicas int32) error {
 		return err
 	}
 	if err != nil {
-		return b.e.admin.Create(ctx, machineDeployment(replicas))
+		err = b.createDeployment(ctx, machineDeployment(replicas), b.policy)
+	} else {
+		patch := client.MergeFrom(md.DeepCopy())
+		md.Spec.Replicas = replicas
+		err = b.e.admin.Patch(ctx, &md, patch)
 	}
-	patch := client.MergeFrom(md.DeepCopy())
-	md.Spec.Replicas = replicas
-	return b.e.admin.Patch(ctx, &md, patch)
+	if err == nil {
+		b.replicas = int(replicas)
+	}
+	return err
 }
 
 // steady measures the manager while nothing changes.
 func (b *bench) steady(ctx context.Context, n int) (*result, error) {
-	m, err := b.e.startMeter(ctx)
+	m, err := b.startMeter(ctx, boundFor(n, n, b.policy))
 	if err != nil {
 		return nil, err
 	}
@@ -107,22 +136,29 @@ func (b *bench) steady(ctx context.Context, n int) (*result, error) {
 	return m.finish(ctx, "steady-state", n)
 }
 
-// rollingUpdate moves the fleet to the slow class and measures until every
-// Machine is a Running Machine of it and the old ones are gone. Its ideal is
-// waves × (create latency + the floor of one wave), the floor of one wave
-// being measured here, as the floor is, for surge Machines and Nodes.
-func (b *bench) rollingUpdate(ctx context.Context, n int) (*result, error) {
-	surge := int(math.Ceil(float64(n) * 0.10)) // maxSurge 10%, rounded up as Deployments do
+// rollingUpdate moves the fleet to class under the replacement policy and
+// measures until every Machine is a Running Machine of class and the old
+// ones are gone. The policy is set first, outside the measurement. Its
+// ideal is waves × (create latency + the floor of one wave), the floor of
+// one wave being measured here, as the floor is, for maxSurge Machines and
+// Nodes.
+func (b *bench) rollingUpdate(ctx context.Context, scenario string, n int, class, policy string) (*result, error) {
+	if policy != b.policy {
+		if err := b.setPolicy(ctx, policy); err != nil {
+			return nil, err
+		}
+	}
+	surge := maxSurge(n)
 	waves := int(math.Ceil(float64(n) / float64(surge)))
-	logf("rolling-update: measuring the floor of one wave (%d Machines and Nodes)", surge)
-	join, err := b.e.floor(ctx, b.o, surge, "wave", b.timeout)
+	logf("%s: measuring the floor of one wave (%d Machines and Nodes)", scenario, surge)
+	join, _, err := b.e.floor(ctx, b.o, surge, "wave", b.timeout, 0)
 	if err != nil {
 		return nil, err
 	}
 	perWave := createLatency.Seconds() + join
 	ideal := float64(waves) * perWave
 
-	m, err := b.e.startMeter(ctx)
+	m, err := b.startMeter(ctx, boundFor(n, n, b.policy))
 	if err != nil {
 		return nil, err
 	}
@@ -131,26 +167,25 @@ func (b *bench) rollingUpdate(ctx context.Context, n int) (*result, error) {
 		return nil, err
 	}
 	patch := client.MergeFrom(md.DeepCopy())
-	md.Spec.Template.Spec.Class = &v1alpha1.MachineClassReference{Name: classSlow}
+	md.Spec.Template.Spec.Class = &v1alpha1.MachineClassReference{Name: class}
 	if err := b.e.admin.Patch(ctx, &md, patch); err != nil {
 		return nil, err
 	}
-	if err := b.o.waitFleet(ctx, "rolling-update", n, classSlow, b.timeout); err != nil {
+	if err := b.o.waitFleet(ctx, scenario, n, class, b.timeout); err != nil {
 		return nil, err
 	}
-	r, err := m.finish(ctx, "rolling-update", n)
-	if err != nil {
-		return nil, err
+	r, err := m.finish(ctx, scenario, n)
+	if r != nil {
+		r.IdealSeconds = num(round(ideal, 1))
+		r.RatioToIdeal = num(round(r.Seconds/ideal, 2))
+		r.Waves, r.WaveSeconds = waves, num(round(perWave, 2))
 	}
-	r.IdealSeconds = num(round(ideal, 1))
-	r.RatioToIdeal = num(round(r.Seconds/ideal, 2))
-	r.Waves, r.WaveSeconds = waves, num(round(perWave, 2))
-	return r, nil
+	return r, err
 }
 
 // scaleDown scales the fleet to zero and measures until no Machine is left.
 func (b *bench) scaleDown(ctx context.Context, n int) (*result, error) {
-	m, err := b.e.startMeter(ctx)
+	m, err := b.startMeter(ctx, boundFor(b.replicas, 0, b.policy))
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// watchEvents hooks the fleet's bound check and the Node Ready flap count
+// onto the observer's informers, so both see every event rather than
+// samples: a surge slot used for a few milliseconds is still caught.
+func (o *observer) watchEvents(ctx context.Context) error {
+	mi, err := o.cache.GetInformer(ctx, &v1alpha1.Machine{})
+	if err != nil {
+		return err
+	}
+	if _, err := mi.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.machineEvent(obj, true) },
+		UpdateFunc: func(_, obj any) { o.machineEvent(obj, true) },
+		DeleteFunc: func(obj any) { o.machineEvent(obj, false) },
+	}); err != nil {
+		return err
+	}
+	ni, err := o.cache.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return err
+	}
+	_, err = ni.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			before, ok1 := old.(*corev1.Node)
+			after, ok2 := obj.(*corev1.Node)
+			if ok1 && ok2 && nodeReady(before) && !nodeReady(after) {
+				o.nodeFlaps.Add(1)
+			}
+		},
+	})
+	return err
+}
+
+func (o *observer) machineEvent(obj any, exists bool) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(*v1alpha1.Machine)
+	if !ok || m.Namespace != benchNamespace {
+		return // the floor's Machines are not the fleet
+	}
+	o.fleet.observe(m.UID, exists, m.DeletionTimestamp != nil)
+}
+
+// nodeReady tells whether a Node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
