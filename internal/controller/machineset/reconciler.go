@@ -75,6 +75,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.collect(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
+	s.template = templateHash(ms)
+	s.proven = proven(s)
 
 	var res reconcile.Result
 	var scaleErr error // returned after the status says what failed
@@ -124,6 +126,10 @@ type scope struct {
 	owned map[string]*v1alpha1.Machine
 	// replicaFailure is why the last create or delete failed, if it did.
 	replicaFailure string
+	// template identifies the current template (templateHash); proven
+	// says whether a Machine made from it has run (see proven.go).
+	template string
+	proven   bool
 }
 
 // collect lists the MachineSet's Machines, adopting orphans that match its
@@ -207,7 +213,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		if limit <= 0 {
 			limit = DefaultMaxCreationWindow
 		}
-		n := min(diff, creationWindow(joined, limit)-len(inCreation))
+		n := min(diff, creationWindow(s, limit)-len(inCreation))
 		if n <= 0 {
 			return reconcile.Result{}, nil // wait for Machines in creation; their updates wake us up
 		}
@@ -278,7 +284,7 @@ func (r *Reconciler) createBatch(ctx context.Context, s *scope, size int) ([]str
 
 // createOne creates one Machine from the template, with its clones.
 func (r *Reconciler) createOne(ctx context.Context, s *scope) (string, error) {
-	m := newMachine(s.ms)
+	m := newMachine(s.ms, s.template)
 	clones, err := r.cloneTemplates(ctx, s.ms, m)
 	if err != nil {
 		return "", fmt.Errorf("cloning the templates of Machine %s failed: %w", m.Name, err)
@@ -320,17 +326,18 @@ func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Ma
 }
 
 // everRunning reports whether the Machine's Node ever joined: Machines
-// still on their way count against the slow-start window, Machines that
-// made it widen it. A class whose VMs never join therefore costs one
-// Machine at a time.
+// still on their way count against the creation window, and one that
+// made it proves its template (see proven.go). A class whose VMs never
+// join therefore costs one Machine at a time.
 func everRunning(m *v1alpha1.Machine) bool {
 	return m.Status.UnhealthySince != nil || meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition)
 }
 
 const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 
-// newMachine makes a Machine from the MachineSet's template, named after it.
-func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
+// newMachine makes a Machine from the MachineSet's template, named after
+// it; template is the template's hash (see proven.go).
+func newMachine(ms *v1alpha1.MachineSet, template string) *v1alpha1.Machine {
 	suffix := make([]byte, 5)
 	for i := range suffix {
 		suffix[i] = nameAlphabet[rand.IntN(len(nameAlphabet))]
@@ -346,12 +353,11 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 	if md := ms.Labels[v1alpha1.MachineDeploymentNameLabel]; md != "" {
 		m.Labels[v1alpha1.MachineDeploymentNameLabel] = md
 	}
-	if len(t.Metadata.Annotations) > 0 {
-		m.Annotations = map[string]string{}
-		for k, v := range t.Metadata.Annotations {
-			m.Annotations[k] = v
-		}
+	m.Annotations = map[string]string{}
+	for k, v := range t.Metadata.Annotations {
+		m.Annotations[k] = v
 	}
+	m.Annotations[v1alpha1.SetTemplateAnnotation] = template
 	m.OwnerReferences = []metav1.OwnerReference{ownerRef(ms)}
 	// With the finalizer from the start, the machine controller needs no
 	// write of its own to add it: one API call less per Machine.
