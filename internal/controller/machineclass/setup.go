@@ -65,9 +65,8 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 // before counting its users again: a scale-up of a thousand Machines
 // changes the count a thousand times, and each count written was an API
 // write per Machine (half a write per Machine at N=1000, see
-// docs/benchmarks.md). One write a second per class is enough for a
-// count people read.
-const countCoalesce = time.Second
+// docs/benchmarks.md). A count people read may be a few seconds late.
+const countCoalesce = 5 * time.Second
 
 // classEnqueuer enqueues the class a user uses.
 type classEnqueuer struct{ c client.Reader }

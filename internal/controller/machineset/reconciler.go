@@ -232,14 +232,20 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 // stopping after the first batch with a failure, so a call that fails does
 // not fail n times. The creates of one batch run in parallel, as in the
 // Kubernetes ReplicaSet controller: one at a time, a large set would grow
-// only as fast as one request's round trip allows.
+// only as fast as one request's round trip allows. One Event says what
+// the whole reconcile created (an Event is an API write).
 func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error {
+	var all []string
+	defer func() {
+		if len(all) > 0 {
+			sort.Strings(all)
+			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(all), nameList(all)))
+		}
+	}()
 	for batch := 1; n > 0; batch *= 2 {
 		size := min(batch, n)
 		created, err := r.createBatch(ctx, s, size)
-		if len(created) > 0 {
-			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(created), nameList(created)))
-		}
+		all = append(all, created...)
 		if err != nil {
 			s.replicaFailure = err.Error()
 			r.event(s.ms, corev1.EventTypeWarning, "CreateFailed", s.replicaFailure)
