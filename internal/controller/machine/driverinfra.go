@@ -129,10 +129,11 @@ func vmLost(s *scope, err error) bool {
 // A Machine without a providerID writes nothing before its create: "no
 // providerID" already tells the orphan collection that a VM may be on its
 // way (CreateMayBeInFlight), and the status is written once, with the
-// create's outcome (docs/machine-phases.md, "Creating"). What the write
-// used to give besides — a reconcile that read a cache behind this
-// controller's own last write starts no create — a read of the Machine
-// from the API server gives (createsFromCurrent). A Machine that has a
+// create's outcome (docs/machine-phases.md, "Writes on the way to
+// Running"). What the write used to give besides — a reconcile that read
+// a cache behind this controller's own last write starts no create — a
+// read of the Machine from the API server gives (createsFromCurrent). A
+// Machine that has a
 // providerID (a VM it lost, the driver cannot tell) still records
 // InfrastructureReady=False/Creating first: for the orphan collection its
 // recorded VM and the new one are both its own while the create runs.
