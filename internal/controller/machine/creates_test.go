@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -86,5 +87,24 @@ func TestCreatesOutliveTheReconciliationTimeout(t *testing.T) {
 	h.WaitPhase("m", v1alpha1.PhaseRunning, 60*time.Second)
 	if n := len(h.Sim.Cloud().History()); n != 1 {
 		t.Fatalf("%d VMs were ever created; want 1", n)
+	}
+}
+
+// A Machine whose creation timeout passes while its create still runs is
+// Failed at once, not when the call ends: its status is held back only
+// while nothing but the create's outcome is left to say.
+func TestCreationTimeoutDuringACreateIsWritten(t *testing.T) {
+	h, calls := newCountingHarness(t, func(c *machine.Config) { c.DriverCallTimeout = 2 * time.Hour })
+	h.Class("slow", slowCreateSpec)
+	h.Machine("m", "slow", func(m *v1alpha1.Machine) {
+		m.Spec.Lifecycle.CreationTimeout = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	h.Eventually(30*time.Second, "m to be creating its VM", func() (bool, error) { return calls.started(h.Prefix + "m"), nil })
+	m := h.WaitPhase("m", v1alpha1.PhaseFailed, 30*time.Second)
+	if m.Status.FailureReason != machine.FailureCreationTimeout {
+		t.Fatalf("failure %q, want %s", m.Status.FailureReason, machine.FailureCreationTimeout)
+	}
+	if len(h.VMs("m")) != 0 {
+		t.Fatal("the create ended: the test's create was meant to outlast it")
 	}
 }

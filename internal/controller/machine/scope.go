@@ -194,6 +194,7 @@ func (s *scope) emitSucceeded() {
 func (s *scope) fail(reason, message string) {
 	s.machine.Status.FailureReason = reason
 	s.machine.Status.FailureMessage = message
+	s.statusWithCreate = false // a failure is written now, create in flight or not
 	s.setCondition(v1alpha1.ReadyCondition, metav1.ConditionFalse, reason, message)
 	s.event(corev1.EventTypeWarning, reason, message)
 	s.log.Info("machine failed", "reason", reason, "message", message)
