@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ type Reconciler struct {
 
 	expectations expectations
 	replacements replaceBackoff
+	written      statusVersions
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -55,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
 			r.replacements.forget(req.String())
+			r.written.forget(req.String())
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -91,8 +94,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
+	read := s.ms.ResourceVersion
+	if r.written.behind(s.key, read) && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
+		// Refused for sure (see statusVersions): wait for the cache.
+		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), scaleErr)
+	}
 	// A conflict means: decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
+	if err == nil && s.ms.ResourceVersion != read {
+		r.written.wrote(s.key, read)
+	}
 	if apierrors.IsConflict(err) {
 		// Decide again from fresh state after requeue.ConflictRetry — or, when
 		// scaling failed too, after the error backoff, which
