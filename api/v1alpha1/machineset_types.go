@@ -79,7 +79,17 @@ type MachineSetStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// Conditions: ReplicaFailure, Frozen, AutoscalerBoundsValid.
+	// ProvenTemplate is the hash of the template a Machine of this set has
+	// reached Running with (spec.template.spec without nodeTemplate and
+	// lifecycle, which change no VM). While it is the current template's,
+	// the set creates its Machines without slow start: the template is
+	// known to make working Machines. Kept across restarts and scale to
+	// zero, so a rollback to this set's revision starts at full speed.
+	// +optional
+	ProvenTemplate string `json:"provenTemplate,omitempty"`
+
+	// Conditions: ReplicaFailure, Frozen, AutoscalerBoundsValid,
+	// TemplateProven.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -90,6 +100,17 @@ type MachineSetStatus struct {
 	// +listType=atomic
 	FailedMachines []MachineSummary `json:"failedMachines,omitempty"`
 }
+
+// TemplateProvenCondition is True on a MachineSet while one of its
+// Machines has reached Running with the current template
+// (status.provenTemplate): it creates Machines without slow start. False:
+// one Machine at a time until one runs.
+const TemplateProvenCondition = "TemplateProven"
+
+// SetTemplateAnnotation, on a Machine a MachineSet made, is the hash of
+// the template it was made from, in the form of status.provenTemplate:
+// when that Machine reaches Running, it proves that template.
+const SetTemplateAnnotation = GroupName + "/set-template"
 
 // MachineSet keeps a number of Machines made from one template, like a
 // ReplicaSet keeps pods.

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -154,4 +155,22 @@ func (c *creates) forget(uid types.UID) {
 	default:
 		cc.abandoned = true
 	}
+}
+
+// createsFromCurrent reports whether s read the Machine as the API server
+// has it now. A create decided from a cache behind this controller's own
+// last write (a providerID just recorded, a failure just counted) could
+// make a second VM where a cloud does not list its new VM at once; a read
+// of the Machine costs no write, unlike the status write that used to
+// catch this as a Conflict (see driverInfra.create).
+func (r *Reconciler) createsFromCurrent(ctx context.Context, s *scope) (bool, error) {
+	live := &v1alpha1.Machine{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.machine), live); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if live.ResourceVersion != s.machine.ResourceVersion {
+		s.log.V(1).Info("the cache is behind the Machine; deciding its create again")
+		return false, nil
+	}
+	return true, nil
 }

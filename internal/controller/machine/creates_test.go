@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -19,7 +19,7 @@ const slowCreateSpec = `{"region":"local","zones":["local-a"],"faults":{"create"
 // More slow creates than the harness has machine workers do not hold the
 // workers: a Machine of a fast class still gets its VM and Node.
 func TestSlowCreatesHoldNoWorker(t *testing.T) {
-	h := newHarness(t, func(c *machine.Config) { c.DriverCallTimeout = 2 * time.Hour })
+	h, calls := newCountingHarness(t, func(c *machine.Config) { c.DriverCallTimeout = 2 * time.Hour })
 	h.Class("slow", slowCreateSpec)
 	h.Class("fast", simSpec)
 	slow := []string{"slow-0", "slow-1", "slow-2", "slow-3", "slow-4", "slow-5"} // the harness runs 4 workers
@@ -27,7 +27,7 @@ func TestSlowCreatesHoldNoWorker(t *testing.T) {
 		h.Machine(name, "slow", nil)
 	}
 	for _, name := range slow {
-		waitCreating(h, name)
+		waitCreating(h, calls, name)
 	}
 	h.Machine("fast", "fast", nil)
 	h.WaitPhase("fast", v1alpha1.PhaseRunning, 30*time.Second)
@@ -41,10 +41,10 @@ func TestSlowCreatesHoldNoWorker(t *testing.T) {
 // A Machine deleted while its create is in flight waits for the call, then
 // deletes the VM the call made: no VM outlives its Machine.
 func TestDeleteDuringCreateDeletesTheVM(t *testing.T) {
-	h := newHarness(t, nil)
+	h, calls := newCountingHarness(t, nil)
 	h.Class("slowish", `{"region":"local","zones":["local-a"],"faults":{"create":{"latency":"3s"}}}`)
 	h.Machine("m", "slowish", nil)
-	waitCreating(h, "m")
+	waitCreating(h, calls, "m")
 	h.DeleteMachine("m")
 	h.WaitGone("m")
 	// Had the deletion not waited, the create would end after the Machine
@@ -57,12 +57,22 @@ func TestDeleteDuringCreateDeletesTheVM(t *testing.T) {
 	}
 }
 
-// waitCreating waits until the Machine's create call has started.
-func waitCreating(h *controllertest.Harness, name string) {
+// waitCreating waits until the Machine's create call has started, and
+// checks what the Machine shows meanwhile: no status written yet (the
+// create's outcome is its first status write) and, for the orphan
+// collection, a create that may be in flight.
+func waitCreating(h *controllertest.Harness, calls *createCalls, name string) {
+	h.T.Helper()
 	h.Eventually(30*time.Second, name+" to be creating its VM", func() (bool, error) {
-		c := meta.FindStatusCondition(h.Get(name).Status.Conditions, v1alpha1.InfrastructureReadyCondition)
-		return c != nil && c.Reason == machine.ReasonCreating, nil
+		return calls.started(h.Prefix + name), nil
 	})
+	m := h.Get(name)
+	if !machine.CreateMayBeInFlight(m) {
+		h.T.Fatalf("%s: the orphan collection would not protect the VM its create is making: %+v", name, m.Status)
+	}
+	if m.Status.Phase != "" {
+		h.T.Errorf("%s: phase %q while its first create runs; want none (no status write before the create) %+v", name, m.Status.Phase, m.Status)
+	}
 }
 
 // A create takes longer than the manager's reconciliation timeout, which
@@ -77,5 +87,24 @@ func TestCreatesOutliveTheReconciliationTimeout(t *testing.T) {
 	h.WaitPhase("m", v1alpha1.PhaseRunning, 60*time.Second)
 	if n := len(h.Sim.Cloud().History()); n != 1 {
 		t.Fatalf("%d VMs were ever created; want 1", n)
+	}
+}
+
+// A Machine whose creation timeout passes while its create still runs is
+// Failed at once, not when the call ends: its status is held back only
+// while nothing but the create's outcome is left to say.
+func TestCreationTimeoutDuringACreateIsWritten(t *testing.T) {
+	h, calls := newCountingHarness(t, func(c *machine.Config) { c.DriverCallTimeout = 2 * time.Hour })
+	h.Class("slow", slowCreateSpec)
+	h.Machine("m", "slow", func(m *v1alpha1.Machine) {
+		m.Spec.Lifecycle.CreationTimeout = &metav1.Duration{Duration: 2 * time.Second}
+	})
+	h.Eventually(30*time.Second, "m to be creating its VM", func() (bool, error) { return calls.started(h.Prefix + "m"), nil })
+	m := h.WaitPhase("m", v1alpha1.PhaseFailed, 30*time.Second)
+	if m.Status.FailureReason != machine.FailureCreationTimeout {
+		t.Fatalf("failure %q, want %s", m.Status.FailureReason, machine.FailureCreationTimeout)
+	}
+	if len(h.VMs("m")) != 0 {
+		t.Fatal("the create ended: the test's create was meant to outlast it")
 	}
 }

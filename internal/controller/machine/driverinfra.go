@@ -12,6 +12,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classsecret"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/driverpolicy"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -38,7 +39,8 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	// (At the creation timeout one GetMachineStatus more: the failure
 	// quotes what the VM said of its boot, its Progress.)
 	if d.r.creates.inFlight(s.machine.UID) {
-		return reconcile.Result{}, nil // its end enqueues the Machine
+		s.statusWithCreate = s.machine.Spec.ProviderID == "" // see create
+		return reconcile.Result{}, nil                       // its end enqueues the Machine
 	}
 	if resp, err, ok := d.r.creates.result(s.machine.UID); ok {
 		s.createRecorded = true
@@ -123,13 +125,32 @@ func vmLost(s *scope, err error) bool {
 
 // create starts the CreateMachine call (see creates) and returns; the
 // Machine is reconciled again when the call ends.
+//
+// A Machine without a providerID writes nothing before its create: "no
+// providerID" already tells the orphan collection that a VM may be on its
+// way (CreateMayBeInFlight), and the status is written once, with the
+// create's outcome (docs/machine-phases.md, "Writes on the way to
+// Running"). What the write used to give besides — a reconcile that read
+// a cache behind this controller's own last write starts no create — a
+// read of the Machine from the API server gives (createsFromCurrent). A
+// Machine that has a
+// providerID (a VM it lost, the driver cannot tell) still records
+// InfrastructureReady=False/Creating first: for the orphan collection its
+// recorded VM and the new one are both its own while the create runs.
 func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
-	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
-	// Recorded before the call starts, so that whoever reads the Machine
-	// (the orphan collection: CreateMayBeInFlight) knows a VM may be on
-	// its way; a stale read conflicts here and starts no create.
-	if err := s.checkpoint(ctx); err != nil {
-		return reconcile.Result{}, err
+	if s.machine.Spec.ProviderID != "" {
+		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
+		// Recorded before the call starts; a stale read conflicts here
+		// and starts no create.
+		if err := s.checkpoint(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	} else {
+		current, err := d.r.createsFromCurrent(ctx, s)
+		if err != nil || !current {
+			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, err
+		}
+		s.statusWithCreate = true
 	}
 	req := &driver.CreateMachineRequest{Machine: s.machine.DeepCopy(), MachineClass: d.class, Secret: secret}
 	d.r.creates.start(ctx, req.Machine, func(ctx context.Context) (resp *driver.CreateMachineResponse, err error) {

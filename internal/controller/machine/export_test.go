@@ -3,6 +3,8 @@ package machine
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
@@ -14,3 +16,16 @@ func (r *Reconciler) ReplacementAllowed(ctx context.Context, m *v1alpha1.Machine
 
 // LedgerTTL is how long a replacement decision waits to show in the cache.
 const LedgerTTL = ledgerTTL
+
+// StartCreates gives a Reconciler built by a test (not set up with a
+// manager) its creates, for direct Reconcile calls.
+func (r *Reconciler) StartCreates() { r.creates = newCreates(1) }
+
+// CreateStarted reports whether a CreateMachine call was started for the
+// Machine (running, waiting for a slot, or done).
+func (r *Reconciler) CreateStarted(uid types.UID) bool {
+	r.creates.mu.Lock()
+	defer r.creates.mu.Unlock()
+	_, ok := r.creates.calls[uid]
+	return ok
+}

@@ -107,8 +107,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}
-	s.machine.Status.Phase = ComputePhase(s.machine)
-	s.machine.Status.ObservedGeneration = s.machine.Generation
+	if !s.statusWithCreate { // written with the create's outcome (see driverInfra.create)
+		s.machine.Status.Phase = ComputePhase(s.machine)
+		s.machine.Status.ObservedGeneration = s.machine.Generation
+	}
 	if perr := s.patch(ctx); perr != nil {
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil

@@ -53,6 +53,23 @@ type scope struct {
 	// createRecorded: this reconcile records the result of a finished
 	// CreateMachine call, which may be dropped once the status is written.
 	createRecorded bool
+	// statusWithCreate: the create of this Machine, which has no
+	// providerID, started in this reconcile or is still running; its
+	// status is written with the create's outcome, not now (see
+	// driverInfra.create).
+	statusWithCreate bool
+}
+
+// routineOps are the operations every Machine goes through on its way to
+// Running. Their success gets no Event unless it ends a failure: an Event
+// is an API write, and one per Machine was a fifth of a healthy
+// Machine's writes. The Machine's status records them (lastOperation,
+// the conditions' transition times); docs/machine-phases.md says what
+// Events remain.
+var routineOps = map[v1alpha1.MachineOperationType]bool{
+	v1alpha1.OperationCreate:      true,
+	v1alpha1.OperationInitialize:  true,
+	v1alpha1.OperationHealthCheck: true,
 }
 
 // succeededOps are successful operations waiting for their Event.
@@ -81,8 +98,14 @@ func (s *scope) setFinalizer(ctx context.Context, remove bool) (bool, error) {
 	return finalizer.Add(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
 }
 
-// patch writes all changes: metadata/spec, then status.
+// patch writes all changes: metadata/spec, then status — but not the
+// status of a Machine whose create this reconcile started (see
+// driverInfra.create): whatever it holds is computed again, with the
+// create's outcome, by the reconcile the end of the call wakes.
 func (s *scope) patch(ctx context.Context) error {
+	if s.statusWithCreate {
+		return s.writer.PatchObject(ctx, s.machine)
+	}
 	return s.writer.Patch(ctx, s.machine)
 }
 
@@ -132,6 +155,10 @@ func (s *scope) operation(op v1alpha1.MachineOperationType, state v1alpha1.Machi
 			failures = last.FailureCount + 1
 		}
 	}
+	// A step that went wrong before (a failure, an unhealthy Node) and
+	// now succeeds is news; the routine path is not (see routineOps).
+	troubled := last.State == v1alpha1.OperationFailed ||
+		(last.Type == v1alpha1.OperationHealthCheck && last.State == v1alpha1.OperationProcessing)
 	changed := last.Type != op || last.State != state || last.Description != description || last.ErrorCode != code
 	*last = v1alpha1.LastOperation{
 		Type: op, State: state, ErrorCode: code, Description: description,
@@ -143,10 +170,10 @@ func (s *scope) operation(op v1alpha1.MachineOperationType, state v1alpha1.Machi
 	if state != v1alpha1.OperationFailed {
 		s.r.failures.forget(s.machine.UID) // the failed operation went through, or another began
 	}
-	switch state {
-	case v1alpha1.OperationFailed:
+	switch {
+	case state == v1alpha1.OperationFailed:
 		s.event(corev1.EventTypeWarning, string(op)+"Failed", description)
-	case v1alpha1.OperationSucceeded:
+	case state == v1alpha1.OperationSucceeded && !(routineOps[op] && !troubled):
 		s.succeeded.reason = string(op) + "Succeeded"
 		s.succeeded.descriptions = append(s.succeeded.descriptions, description)
 	}
@@ -167,6 +194,7 @@ func (s *scope) emitSucceeded() {
 func (s *scope) fail(reason, message string) {
 	s.machine.Status.FailureReason = reason
 	s.machine.Status.FailureMessage = message
+	s.statusWithCreate = false // a failure is written now, create in flight or not
 	s.setCondition(v1alpha1.ReadyCondition, metav1.ConditionFalse, reason, message)
 	s.event(corev1.EventTypeWarning, reason, message)
 	s.log.Info("machine failed", "reason", reason, "message", message)
@@ -181,9 +209,9 @@ func (s *scope) event(eventType, reason, message string) {
 
 // recordPhaseChange logs a phase change, and emits a Warning Event when
 // the Machine went wrong (Failed, Unknown, CrashLoopBackOff). The good
-// transitions already have their Event, from the operation that made them
-// (CreateSucceeded, HealthCheckSucceeded, ...): a second one per phase
-// would double the Machine's writes to the API server for nothing.
+// transitions get no Event of their own: the status shows them, and the
+// way back from trouble has its operation's Event (see routineOps). An
+// Event per phase would multiply a Machine's writes to the API server.
 func (s *scope) recordPhaseChange() {
 	from, to := s.phase, s.machine.Status.Phase
 	if from == to {

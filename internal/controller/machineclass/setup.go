@@ -2,11 +2,13 @@ package machineclass
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -35,16 +37,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	// Only a user coming or going changes a class's count: status writes
 	// of its Machines (most of their updates) do not wake the controller.
 	// A template's class can change (a rollout): both classes count again.
+	enqueue := classEnqueuer{c: mgr.GetClient()}
 	toClass := handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { enqueueClass(q, e.Object) },
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { enqueue.add(ctx, q, e.Object) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
-				enqueueClass(q, e.ObjectOld)
-				enqueueClass(q, e.ObjectNew)
+				enqueue.add(ctx, q, e.ObjectOld)
+				enqueue.add(ctx, q, e.ObjectNew)
 			}
 		},
-		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { enqueueClass(q, e.Object) },
-		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { enqueueClass(q, e.Object) },
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue.add(ctx, q, e.Object) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue.add(ctx, q, e.Object) },
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineclass").
@@ -58,11 +61,34 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
-// enqueueClass enqueues the class o uses, if any.
-func enqueueClass(q queue, o client.Object) {
-	if ref := classOf(o); ref != nil {
-		q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}})
+// countCoalesce is how long a class already held by its finalizer waits
+// before counting its users again: a scale-up of a thousand Machines
+// changes the count a thousand times, and each count written was an API
+// write per Machine (half a write per Machine at N=1000, see
+// docs/benchmarks.md). A count people read may be a few seconds late.
+const countCoalesce = 5 * time.Second
+
+// classEnqueuer enqueues the class a user uses.
+type classEnqueuer struct{ c client.Reader }
+
+// add enqueues the class o uses, if any: at once when the class may need
+// its finalizer (it has none yet, or it is being deleted), since that is
+// what keeps a class in use from going; otherwise after countCoalesce,
+// the users that come and go meanwhile merging into one reconcile (the
+// workqueue keeps one waiting entry per class).
+func (e classEnqueuer) add(ctx context.Context, q queue, o client.Object) {
+	ref := classOf(o)
+	if ref == nil {
+		return
 	}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}
+	class := &v1alpha1.MachineClass{}
+	if err := e.c.Get(ctx, req.NamespacedName, class); err == nil && class.DeletionTimestamp.IsZero() &&
+		controllerutil.ContainsFinalizer(class, v1alpha1.MachineClassFinalizer) {
+		q.AddAfter(req, countCoalesce)
+		return
+	}
+	q.Add(req)
 }
 
 // classOf is the class a Machine, MachineSet or MachineDeployment uses.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,6 +184,9 @@ func TestBrokenClassCostsOneMachineAtATime(t *testing.T) {
 		t.Errorf("only %d VMs were tried in 8s: Failed Machines are not being replaced", n)
 	}
 	h.ExpectEvent("MachineDeleted", "broken")
+	if c := meta.FindStatusCondition(getSet(h, "broken").Status.Conditions, v1alpha1.TemplateProvenCondition); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("TemplateProven %+v on a set none of whose Machines ever ran; want False", c)
+	}
 }
 
 func TestAdoptionReleaseAndInPlacePropagation(t *testing.T) {

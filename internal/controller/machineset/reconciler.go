@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ type Reconciler struct {
 
 	expectations expectations
 	replacements replaceBackoff
+	written      statusVersions
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -55,6 +57,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
 			r.replacements.forget(req.String())
+			r.written.forget(req.String())
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -75,6 +78,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.collect(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
+	s.template = templateHash(ms)
+	s.proven = proven(s)
 
 	var res reconcile.Result
 	var scaleErr error // returned after the status says what failed
@@ -89,8 +94,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
+	read := s.ms.ResourceVersion
+	if r.written.behind(s.key, read) && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
+		// Refused for sure (see statusVersions): wait for the cache.
+		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), scaleErr)
+	}
 	// A conflict means: decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
+	if err == nil && s.ms.ResourceVersion != read {
+		r.written.wrote(s.key, read)
+	}
 	if apierrors.IsConflict(err) {
 		// Decide again from fresh state after requeue.ConflictRetry — or, when
 		// scaling failed too, after the error backoff, which
@@ -124,6 +137,10 @@ type scope struct {
 	owned map[string]*v1alpha1.Machine
 	// replicaFailure is why the last create or delete failed, if it did.
 	replicaFailure string
+	// template identifies the current template (templateHash); proven
+	// says whether a Machine made from it has run (see proven.go).
+	template string
+	proven   bool
 }
 
 // collect lists the MachineSet's Machines, adopting orphans that match its
@@ -207,7 +224,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		if limit <= 0 {
 			limit = DefaultMaxCreationWindow
 		}
-		n := min(diff, creationWindow(joined, limit)-len(inCreation))
+		n := min(diff, creationWindow(s, limit)-len(inCreation))
 		if n <= 0 {
 			return reconcile.Result{}, nil // wait for Machines in creation; their updates wake us up
 		}
@@ -226,14 +243,20 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 // stopping after the first batch with a failure, so a call that fails does
 // not fail n times. The creates of one batch run in parallel, as in the
 // Kubernetes ReplicaSet controller: one at a time, a large set would grow
-// only as fast as one request's round trip allows.
+// only as fast as one request's round trip allows. One Event says what
+// the whole reconcile created (an Event is an API write).
 func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error {
+	var all []string
+	defer func() {
+		if len(all) > 0 {
+			sort.Strings(all)
+			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(all), nameList(all)))
+		}
+	}()
 	for batch := 1; n > 0; batch *= 2 {
 		size := min(batch, n)
 		created, err := r.createBatch(ctx, s, size)
-		if len(created) > 0 {
-			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(created), nameList(created)))
-		}
+		all = append(all, created...)
 		if err != nil {
 			s.replicaFailure = err.Error()
 			r.event(s.ms, corev1.EventTypeWarning, "CreateFailed", s.replicaFailure)
@@ -278,7 +301,7 @@ func (r *Reconciler) createBatch(ctx context.Context, s *scope, size int) ([]str
 
 // createOne creates one Machine from the template, with its clones.
 func (r *Reconciler) createOne(ctx context.Context, s *scope) (string, error) {
-	m := newMachine(s.ms)
+	m := newMachine(s.ms, s.template)
 	clones, err := r.cloneTemplates(ctx, s.ms, m)
 	if err != nil {
 		return "", fmt.Errorf("cloning the templates of Machine %s failed: %w", m.Name, err)
@@ -320,17 +343,18 @@ func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Ma
 }
 
 // everRunning reports whether the Machine's Node ever joined: Machines
-// still on their way count against the slow-start window, Machines that
-// made it widen it. A class whose VMs never join therefore costs one
-// Machine at a time.
+// still on their way count against the creation window, and one that
+// made it proves its template (see proven.go). A class whose VMs never
+// join therefore costs one Machine at a time.
 func everRunning(m *v1alpha1.Machine) bool {
 	return m.Status.UnhealthySince != nil || meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition)
 }
 
 const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 
-// newMachine makes a Machine from the MachineSet's template, named after it.
-func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
+// newMachine makes a Machine from the MachineSet's template, named after
+// it; template is the template's hash (see proven.go).
+func newMachine(ms *v1alpha1.MachineSet, template string) *v1alpha1.Machine {
 	suffix := make([]byte, 5)
 	for i := range suffix {
 		suffix[i] = nameAlphabet[rand.IntN(len(nameAlphabet))]
@@ -346,12 +370,11 @@ func newMachine(ms *v1alpha1.MachineSet) *v1alpha1.Machine {
 	if md := ms.Labels[v1alpha1.MachineDeploymentNameLabel]; md != "" {
 		m.Labels[v1alpha1.MachineDeploymentNameLabel] = md
 	}
-	if len(t.Metadata.Annotations) > 0 {
-		m.Annotations = map[string]string{}
-		for k, v := range t.Metadata.Annotations {
-			m.Annotations[k] = v
-		}
+	m.Annotations = map[string]string{}
+	for k, v := range t.Metadata.Annotations {
+		m.Annotations[k] = v
 	}
+	m.Annotations[v1alpha1.SetTemplateAnnotation] = template
 	m.OwnerReferences = []metav1.OwnerReference{ownerRef(ms)}
 	// With the finalizer from the start, the machine controller needs no
 	// write of its own to add it: one API call less per Machine.

@@ -99,13 +99,3 @@ func nameHash(name string) uint32 {
 	_, _ = h.Write([]byte(name))
 	return h.Sum32()
 }
-
-// creationWindow is how many Machines may be in creation at once: it starts
-// at 1 and doubles with the Machines that made it to Running, up to limit.
-func creationWindow(running, limit int) int {
-	w := 1
-	for w < limit && w <= running {
-		w *= 2
-	}
-	return min(w, limit)
-}

@@ -136,14 +136,3 @@ func TestRandomPolicyIsStableAndTakesN(t *testing.T) {
 		t.Fatalf("Random picked %v, then %v from the same Machines", first, again)
 	}
 }
-
-func TestCreationWindowDoublesWithRunningMachines(t *testing.T) {
-	cases := []struct{ provisioned, limit, want int }{
-		{0, 100, 1}, {1, 100, 2}, {2, 100, 4}, {3, 100, 4}, {4, 100, 8}, {100, 100, 100}, {1000, 64, 64}, {0, 1, 1},
-	}
-	for _, tc := range cases {
-		if got := creationWindow(tc.provisioned, tc.limit); got != tc.want {
-			t.Errorf("creationWindow(%d, %d) = %d; want %d", tc.provisioned, tc.limit, got, tc.want)
-		}
-	}
-}
