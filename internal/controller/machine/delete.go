@@ -36,7 +36,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (reconcile.R
 		s.gone = true
 		return reconcile.Result{}, nil
 	}
-	if m.Status.Deletion == nil {
+	// recorded: the deletion's progress was already written by an earlier
+	// reconcile. Only then is the step written before the VM delete (see
+	// below and docs/machine-phases.md).
+	recorded := m.Status.Deletion != nil
+	if !recorded {
 		m.Status.Deletion = &v1alpha1.MachineDeletionStatus{
 			Step: v1alpha1.StepPreDrainHooks, StartTime: metav1.NewTime(s.now), StepStartTime: metav1.NewTime(s.now),
 		}
@@ -64,11 +68,19 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (reconcile.R
 		d.Step = nextStep[d.Step]
 		d.StepStartTime = metav1.NewTime(s.now)
 		if d.Step == v1alpha1.StepDeleteInfrastructure {
-			// Record the step before the slow, irreversible driver call, so
-			// people — and a manager restarted mid-call — see where it is.
 			s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "deleting the VM "+m.Spec.ProviderID)
-			if err := s.checkpoint(ctx); err != nil {
-				return reconcile.Result{}, err
+			// A deletion already recorded (a hook held it, a drain waited
+			// for pods) writes its step before the slow driver call, so
+			// people see where it is. One that got here within this
+			// reconcile writes nothing before the call: every step before
+			// it (hooks, cordon, a drain that found nothing to evict) is
+			// redone by a manager restarted mid-call — the Node is drained
+			// again before it is deleted — and DeleteMachine of a VM already
+			// gone succeeds. A fast VM delete then costs no status write.
+			if recorded {
+				if err := s.checkpoint(ctx); err != nil {
+					return reconcile.Result{}, err
+				}
 			}
 		}
 	}
@@ -218,7 +230,10 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.
 	if err := r.Target.Delete(ctx, s.node); client.IgnoreNotFound(err) != nil {
 		return false, reconcile.Result{}, err
 	}
-	s.event(corev1.EventTypeNormal, "NodeDeleted", "deleted Node "+s.node.Name)
+	// Part of the reconcile's one summary Event (see emitSucceeded), with
+	// the drain and the VM delete when they finished in it too.
+	s.succeeded.reason = "NodeDeleted"
+	s.succeeded.descriptions = append(s.succeeded.descriptions, "deleted Node "+s.node.Name)
 	return true, reconcile.Result{}, nil
 }
 
