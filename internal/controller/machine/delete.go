@@ -36,11 +36,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (reconcile.R
 		s.gone = true
 		return reconcile.Result{}, nil
 	}
-	// recorded: the deletion's progress was already written by an earlier
-	// reconcile. Only then is the step written before the VM delete (see
-	// below and docs/machine-phases.md).
-	recorded := m.Status.Deletion != nil
-	if !recorded {
+	if m.Status.Deletion == nil {
 		m.Status.Deletion = &v1alpha1.MachineDeletionStatus{
 			Step: v1alpha1.StepPreDrainHooks, StartTime: metav1.NewTime(s.now), StepStartTime: metav1.NewTime(s.now),
 		}
@@ -68,19 +64,18 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (reconcile.R
 		d.Step = nextStep[d.Step]
 		d.StepStartTime = metav1.NewTime(s.now)
 		if d.Step == v1alpha1.StepDeleteInfrastructure {
+			// Record the step before the slow, irreversible driver call, so
+			// people — and a manager restarted mid-call — see where it is,
+			// and so the drain is recorded before the Node can go. The
+			// Events of the steps done so far wait for the reconcile's end:
+			// one summary Event (see deleteNode), not one per write.
 			s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "deleting the VM "+m.Spec.ProviderID)
-			// A deletion already recorded (a hook held it, a drain waited
-			// for pods) writes its step before the slow driver call, so
-			// people see where it is. One that got here within this
-			// reconcile writes nothing before the call: every step before
-			// it (hooks, cordon, a drain that found nothing to evict) is
-			// redone by a manager restarted mid-call — the Node is drained
-			// again before it is deleted — and DeleteMachine of a VM already
-			// gone succeeds. A fast VM delete then costs no status write.
-			if recorded {
-				if err := s.checkpoint(ctx); err != nil {
-					return reconcile.Result{}, err
-				}
+			held := s.succeeded
+			s.succeeded = succeededOps{}
+			err := s.checkpoint(ctx)
+			s.succeeded = held
+			if err != nil {
+				return reconcile.Result{}, err
 			}
 		}
 	}

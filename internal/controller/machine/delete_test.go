@@ -215,15 +215,9 @@ func TestRestartDuringVMDeletion(t *testing.T) {
 	h := newHarness(t, nil)
 	h.Class("slow-delete", `{"region":"local","zones":["local-a"],"faults":{"delete":{"latency":"3s"}}}`)
 	h.Machine("m", "slow-delete", nil)
-	nodeName := h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second).Status.NodeRef.Name
+	h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
 	h.DeleteMachine("m")
-	// A deletion that reaches the VM in one reconcile records no step
-	// before the call (docs/machine-phases.md): the cordon is the sign it
-	// is under way, the call 3 s long.
-	h.Eventually(20*time.Second, "the Node to be cordoned", func() (bool, error) {
-		node, err := h.Node(nodeName)
-		return err == nil && node.Spec.Unschedulable, err
-	})
+	h.WaitStep("m", v1alpha1.StepDeleteInfrastructure)
 	h.StopManager() // cancels the DeleteMachine call in flight
 	if len(h.VMs("m")) != 1 {
 		t.Fatal("the VM vanished although its deletion was cut short")
