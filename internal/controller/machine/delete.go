@@ -65,9 +65,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (reconcile.R
 		d.StepStartTime = metav1.NewTime(s.now)
 		if d.Step == v1alpha1.StepDeleteInfrastructure {
 			// Record the step before the slow, irreversible driver call, so
-			// people — and a manager restarted mid-call — see where it is.
+			// people — and a manager restarted mid-call — see where it is,
+			// and so the drain is recorded before the Node can go. The
+			// Events of the steps done so far wait for the reconcile's end:
+			// one summary Event (see deleteNode), not one per write.
 			s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "deleting the VM "+m.Spec.ProviderID)
-			if err := s.checkpoint(ctx); err != nil {
+			held := s.succeeded
+			s.succeeded = succeededOps{}
+			err := s.checkpoint(ctx)
+			s.succeeded = held
+			if err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -218,7 +225,10 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.
 	if err := r.Target.Delete(ctx, s.node); client.IgnoreNotFound(err) != nil {
 		return false, reconcile.Result{}, err
 	}
-	s.event(corev1.EventTypeNormal, "NodeDeleted", "deleted Node "+s.node.Name)
+	// Part of the reconcile's one summary Event (see emitSucceeded), with
+	// the drain and the VM delete when they finished in it too.
+	s.succeeded.reason = "NodeDeleted"
+	s.succeeded.descriptions = append(s.succeeded.descriptions, "deleted Node "+s.node.Name)
 	return true, reconcile.Result{}, nil
 }
 

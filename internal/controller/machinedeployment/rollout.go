@@ -2,8 +2,10 @@ package machinedeployment
 
 import (
 	"context"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -19,6 +21,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 		return reconcile.Result{}, nil
 	}
 	s.countMachines()
+	defer s.emitScaled()
 	p := plan.Plan(s.planInput())
 	for _, t := range p.Writes() {
 		s.log.V(1).Info("rollout plan", "mode", p.Mode, "machineSet", t.Name, "from", t.From, "to", t.To, "why", t.Why)
@@ -91,4 +94,12 @@ func (s *scope) countMachines() {
 func MaxSurge(md *v1alpha1.MachineDeployment) (int32, error) {
 	surge, _, err := plan.Fenceposts(md)
 	return surge, err
+}
+
+// emitScaled emits one Normal Event for the sets this reconcile scaled.
+func (s *scope) emitScaled() {
+	if len(s.scaled) > 0 {
+		s.event(corev1.EventTypeNormal, reasonScalingSet, strings.Join(s.scaled, "; "))
+	}
+	s.scaled = nil
 }

@@ -50,6 +50,8 @@ type scope struct {
 	// available (0: none pending).
 	counts        map[types.UID]plan.Counts
 	nextAvailable time.Duration
+	// scaled says what scaleSet did in this reconcile, for one Event.
+	scaled []string
 	// newSet is the set of the current template; nil until it exists.
 	newSet *v1alpha1.MachineSet
 	// oldSets are the other owned sets, oldest first.

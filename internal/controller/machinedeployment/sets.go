@@ -41,7 +41,9 @@ func (s *scope) scaleSet(ctx context.Context, ms *v1alpha1.MachineSet, replicas 
 		direction = "down"
 	}
 	s.log.Info("scaled MachineSet", "machineSet", ms.Name, "from", from, "to", replicas)
-	s.event(corev1.EventTypeNormal, reasonScalingSet, fmt.Sprintf("Scaled %s MachineSet %s from %d to %d", direction, ms.Name, from, replicas))
+	// One Event for the reconcile's sets (see rollout): a rolling update
+	// scales two sets in most reconciles, and an Event is an API write.
+	s.scaled = append(s.scaled, fmt.Sprintf("Scaled %s MachineSet %s from %d to %d", direction, ms.Name, from, replicas))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -124,6 +125,17 @@ func TestScaleUpAndDownByVictimOrder(t *testing.T) {
 	}
 	if left[machines[0].Name] || oldestLeft != 1 {
 		t.Errorf("with policy Oldest the oldest Machine must go after the marked one; left %v", left)
+	}
+	// One Event for the scale-down, not one per Machine (an Event is a write).
+	h.ExpectEvent("MachinesDeleted", "pool")
+	events := &corev1.EventList{}
+	if err := controllertest.Env.Client.List(context.Background(), events, client.InNamespace(h.NS)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == "MachineDeleted" || (e.Reason == "MachinesDeleted" && !strings.HasPrefix(e.Message, "deleting 2 Machine(s)")) {
+			t.Errorf("Event %s %q; want one MachinesDeleted Event for both victims", e.Reason, e.Message)
+		}
 	}
 }
 

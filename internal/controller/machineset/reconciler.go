@@ -193,9 +193,11 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		case !m.DeletionTimestamp.IsZero():
 		case m.Status.FailureReason != "":
 			// Replace it: delete, and let the count below create its successor.
-			if err := r.deleteMachine(ctx, s, m, "it failed: "+m.Status.FailureReason); err != nil {
+			why := "it failed: " + m.Status.FailureReason
+			if err := r.deleteMachine(ctx, s, m, why); err != nil {
 				return reconcile.Result{}, err
 			}
+			r.event(s.ms, corev1.EventTypeNormal, "MachineDeleted", "deleting Machine "+m.Name+": "+why)
 			if !everRunning(m) {
 				failedEarly++
 			}
@@ -230,10 +232,20 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		}
 		return reconcile.Result{}, r.createMachines(ctx, s, n)
 	case diff < 0:
+		// One Event for the reconcile's scale-down, as for its creates:
+		// an Event is an API write, and a rolling update shrinks a set a
+		// few Machines at a time.
+		var deleted []string
+		defer func() {
+			if len(deleted) > 0 {
+				r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), nameList(deleted)))
+			}
+		}()
 		for _, m := range victims(alive, -diff, s.ms.Spec.DeletePolicy) {
 			if err := r.deleteMachine(ctx, s, m, "scaling down"); err != nil {
 				return reconcile.Result{}, err
 			}
+			deleted = append(deleted, m.Name)
 		}
 	}
 	return reconcile.Result{}, nil
@@ -333,7 +345,6 @@ func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Ma
 		return err
 	}
 	s.log.Info("deleting machine", "machine", m.Name, "why", why)
-	r.event(s.ms, corev1.EventTypeNormal, "MachineDeleted", "deleting Machine "+m.Name+": "+why)
 	// Counts as deleting for the status below. m may be the cache's object
 	// (see collect): mark a copy.
 	deleting := m.DeepCopy()
