@@ -54,7 +54,7 @@ build: ## Compile every package, and the commands into bin/.
 # them with go-containerregistry; push with `crane push _output/image REF`.
 IMAGE_DIR ?= $(CURDIR)/_output/image
 
-image: ## Build the OCI image (manager, sim, libvirt driver; non-root, empty base) as an OCI layout in _output/image.
+image: ## Build the OCI image (manager, sim, libvirt driver, kubectl-millwright; non-root, empty base) as an OCI layout in _output/image.
 	go run ./hack/image -out $(IMAGE_DIR)
 
 lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and go mod tidy must all be clean.

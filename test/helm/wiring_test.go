@@ -180,3 +180,17 @@ func containerPort(c corev1.Container, port string) int32 {
 	}
 	return 0
 }
+
+// Without leader election the manager's Deployment replaces its pod by
+// stopping the old one first: a rolling update would run two managers,
+// both creating VMs, for a while.
+func TestNoLeaderElectionRecreates(t *testing.T) {
+	for _, elect := range []bool{false, true} {
+		r := render(t, "millwright-system", map[string]any{"manager": map[string]any{"leaderElection": map[string]any{"enabled": elect}}})
+		d := &appsv1.Deployment{}
+		fromUnstructured(t, find(t, r.objects, "Deployment", "millwright-manager"), d)
+		if recreate := d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType; recreate == elect {
+			t.Errorf("leader election %v: strategy %q", elect, d.Spec.Strategy.Type)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,8 +73,9 @@ const countCoalesce = 5 * time.Second
 type classEnqueuer struct{ c client.Reader }
 
 // add enqueues the class o uses, if any: at once when the class may need
-// its finalizer (it has none yet, or it is being deleted), since that is
-// what keeps a class in use from going; otherwise after countCoalesce,
+// its finalizer (it has none yet, it is being deleted, or it last counted
+// no user and may be dropping its finalizer), since that is what keeps a
+// class in use from going; otherwise after countCoalesce,
 // the users that come and go meanwhile merging into one reconcile (the
 // workqueue keeps one waiting entry per class).
 func (e classEnqueuer) add(ctx context.Context, q queue, o client.Object) {
@@ -84,7 +86,8 @@ func (e classEnqueuer) add(ctx context.Context, q queue, o client.Object) {
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}
 	class := &v1alpha1.MachineClass{}
 	if err := e.c.Get(ctx, req.NamespacedName, class); err == nil && class.DeletionTimestamp.IsZero() &&
-		controllerutil.ContainsFinalizer(class, v1alpha1.MachineClassFinalizer) {
+		controllerutil.ContainsFinalizer(class, v1alpha1.MachineClassFinalizer) &&
+		meta.IsStatusConditionTrue(class.Status.Conditions, v1alpha1.InUseCondition) {
 		q.AddAfter(req, countCoalesce)
 		return
 	}

@@ -90,8 +90,9 @@
 // Recreate scales every old set to 0, waits until none of their Machines
 // exists any more, then creates the new set at replicas.
 //
-// OnDelete creates the new set at 0 and never deletes an old Machine
-// itself. An old set's spec.replicas follows what it has left: its Machines
+// OnDelete creates the new set at 0 and never deletes an old Machine to
+// replace it (lowering spec.replicas still scales every active set in, in
+// proportion, as a scaling event does). An old set's spec.replicas follows what it has left: its Machines
 // not being deleted that existed when the set was superseded (the
 // superseded-at annotation), so a replacement its MachineSet controller
 // may have raced to create is not counted and goes first. The new set gets

@@ -18,7 +18,7 @@ import (
 // its whole creation window at once. The proof is kept in the set's
 // status (status.provenTemplate, condition TemplateProven): it survives
 // a restart of the manager and a scale to zero, so a rollback to an old
-// set's revision starts at full speed (docs/machinesets.md).
+// set's revision starts at full speed (docs/architecture.md, MachineSet).
 
 // templateHash identifies what makes a set's VMs: the template's spec
 // without nodeTemplate and lifecycle, which are pushed to existing
@@ -37,7 +37,11 @@ func templateHash(ms *v1alpha1.MachineSet) string {
 }
 
 // proven reports whether the set's current template is proven: recorded
-// so, or one of its Machines made from it has run.
+// so, or one of its Machines made from it has run. A Machine made before
+// Machines carried their template's hash (no set-template annotation)
+// counts as made from the current template, so that an upgrade does not
+// send every existing set back to slow start; a set's template changes
+// only in place under a MachineDeployment (a new template is a new set).
 func proven(s *scope) bool {
 	if s.template == "" {
 		return false
@@ -46,7 +50,7 @@ func proven(s *scope) bool {
 		return true
 	}
 	for _, m := range s.owned {
-		if m.Annotations[v1alpha1.SetTemplateAnnotation] == s.template && everRunning(m) {
+		if made, ok := m.Annotations[v1alpha1.SetTemplateAnnotation]; (!ok || made == s.template) && everRunning(m) {
 			return true
 		}
 	}

@@ -46,7 +46,8 @@ func TestProven(t *testing.T) {
 		{"nothing ran", "", []*v1alpha1.Machine{provisioned}, false},
 		{"a Machine of the current template runs", "", []*v1alpha1.Machine{provisioned, running(current)}, true},
 		{"only a Machine of an older template runs", "", []*v1alpha1.Machine{running(old)}, false},
-		{"a Machine without the annotation runs", "", []*v1alpha1.Machine{running("")}, false},
+		{"a Machine with an empty annotation runs", "", []*v1alpha1.Machine{running("")}, false},
+		{"a Machine made before the annotation existed runs (an upgrade)", "", []*v1alpha1.Machine{mach("legacy", v1alpha1.PhaseRunning, 0, nil, true)}, true},
 		{"recorded for the current template, no Machine left", current, nil, true},
 		{"recorded for an older template", old, []*v1alpha1.Machine{provisioned}, false},
 	} {

@@ -241,7 +241,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 				r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), nameList(deleted)))
 			}
 		}()
-		for _, m := range victims(alive, -diff, s.ms.Spec.DeletePolicy) {
+		for _, m := range victims(alive, -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now) {
 			if err := r.deleteMachine(ctx, s, m, "scaling down"); err != nil {
 				return reconcile.Result{}, err
 			}

@@ -4,9 +4,11 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 )
 
 // defaultPriority is a Machine's scale-down priority without the annotation.
@@ -27,17 +29,21 @@ var phaseRank = map[v1alpha1.MachinePhase]int{
 
 // victims returns the n Machines to delete first, in order: those the
 // cluster-autoscaler marked with the delete-machine annotation; then lower
-// priority annotation; then phase (see phaseRank); then the delete policy.
-func victims(machines []*v1alpha1.Machine, n int, policy v1alpha1.MachineDeletePolicy) []*v1alpha1.Machine {
+// priority annotation; then phase (see phaseRank); then those not yet
+// available (Ready for less than minReady: the MachineDeployment's
+// availability floor counts on them going first, see docs/rollout.md);
+// then the delete policy.
+func victims(machines []*v1alpha1.Machine, n int, policy v1alpha1.MachineDeletePolicy, minReady time.Duration, now time.Time) []*v1alpha1.Machine {
 	sorted := append([]*v1alpha1.Machine(nil), machines...)
-	sort.SliceStable(sorted, func(i, j int) bool { return deleteBefore(sorted[i], sorted[j], policy) })
+	available := func(m *v1alpha1.Machine) bool { return plan.Available(m, minReady, now) }
+	sort.SliceStable(sorted, func(i, j int) bool { return deleteBefore(sorted[i], sorted[j], policy, available) })
 	if n > len(sorted) {
 		n = len(sorted)
 	}
 	return sorted[:n]
 }
 
-func deleteBefore(a, b *v1alpha1.Machine, policy v1alpha1.MachineDeletePolicy) bool {
+func deleteBefore(a, b *v1alpha1.Machine, policy v1alpha1.MachineDeletePolicy, available func(*v1alpha1.Machine) bool) bool {
 	if am, bm := marked(a), marked(b); am != bm {
 		return am
 	}
@@ -46,6 +52,9 @@ func deleteBefore(a, b *v1alpha1.Machine, policy v1alpha1.MachineDeletePolicy) b
 	}
 	if ar, br := rank(a), rank(b); ar != br {
 		return ar < br
+	}
+	if aa, ba := available(a), available(b); aa != ba {
+		return ba
 	}
 	switch policy {
 	case v1alpha1.DeletePolicyNewest:

@@ -108,7 +108,7 @@ func TestVictimOrder(t *testing.T) {
 		}, v1alpha1.DeletePolicyNewest, []string{"young", "middle", "old"}},
 	}
 	for _, tc := range cases {
-		got := namesOf(victims(tc.machines, len(tc.machines), tc.policy))
+		got := namesOf(victims(tc.machines, len(tc.machines), tc.policy, 0, time.Now()))
 		if len(got) != len(tc.want) {
 			t.Fatalf("%s: got %v", tc.name, got)
 		}
@@ -126,13 +126,34 @@ func TestRandomPolicyIsStableAndTakesN(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		ms = append(ms, mach(n, v1alpha1.PhaseRunning, time.Hour, nil, true))
 	}
-	first := namesOf(victims(ms, 2, v1alpha1.DeletePolicyRandom))
+	first := namesOf(victims(ms, 2, v1alpha1.DeletePolicyRandom, 0, time.Now()))
 	reversed := append([]*v1alpha1.Machine(nil), ms...)
 	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
 		reversed[i], reversed[j] = reversed[j], reversed[i]
 	}
-	again := namesOf(victims(reversed, 2, v1alpha1.DeletePolicyRandom))
+	again := namesOf(victims(reversed, 2, v1alpha1.DeletePolicyRandom, 0, time.Now()))
 	if len(first) != 2 || first[0] != again[0] || first[1] != again[1] {
 		t.Fatalf("Random picked %v, then %v from the same Machines", first, again)
+	}
+}
+
+// A Running Machine not yet Ready for minReadySeconds goes before an
+// available one, whatever the delete policy: the MachineDeployment's
+// availability floor counts on a shrink taking unavailable Machines first.
+func TestNotYetAvailableGoesBeforeAvailable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	readySince := func(m *v1alpha1.Machine, ago time.Duration) *v1alpha1.Machine {
+		meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ReadyCondition).LastTransitionTime = metav1.NewTime(now.Add(-ago))
+		return m
+	}
+	ms := []*v1alpha1.Machine{
+		readySince(mach("old-available", v1alpha1.PhaseRunning, time.Hour, nil, true), time.Hour),
+		readySince(mach("young-not-yet", v1alpha1.PhaseRunning, time.Minute, nil, true), 10*time.Second),
+	}
+	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, time.Minute, now)); got[0] != "young-not-yet" {
+		t.Fatalf("with minReadySeconds 60 the first victim is %v; want the Machine Ready for only 10s", got)
+	}
+	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, 0, now)); got[0] != "old-available" {
+		t.Fatalf("without minReadySeconds both are available and Oldest picks %v; want old-available", got)
 	}
 }

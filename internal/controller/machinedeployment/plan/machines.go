@@ -26,18 +26,35 @@ func Count(machines []*v1alpha1.Machine, minReady time.Duration, now, superseded
 		if supersededAt.IsZero() || !m.CreationTimestamp.After(supersededAt) {
 			c.Left++
 		}
-		if m.Status.FailureReason != "" {
-			continue
-		}
-		ready := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ReadyCondition)
-		if ready == nil || ready.Status != metav1.ConditionTrue {
-			continue
-		}
-		if left := ready.LastTransitionTime.Add(minReady).Sub(now); left <= 0 {
+		switch left, ready := untilAvailable(m, minReady, now); {
+		case !ready:
+		case left <= 0:
 			c.Available++
-		} else if next == 0 || left < next {
+		case next == 0 || left < next:
 			next = left
 		}
 	}
 	return c, next
+}
+
+// Available reports whether a Machine counts as available: not being
+// deleted, without a failureReason, its Ready condition True for at least
+// minReady. The MachineSet removes Machines that are not available first
+// on a scale-down, which the planner's availability floor relies on.
+func Available(m *v1alpha1.Machine, minReady time.Duration, now time.Time) bool {
+	left, ready := untilAvailable(m, minReady, now)
+	return m.DeletionTimestamp.IsZero() && ready && left <= 0
+}
+
+// untilAvailable is how long until a Ready Machine without a failureReason
+// becomes available (≤ 0: it is); ready is false for any other Machine.
+func untilAvailable(m *v1alpha1.Machine, minReady time.Duration, now time.Time) (left time.Duration, ready bool) {
+	if m.Status.FailureReason != "" {
+		return 0, false
+	}
+	c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ReadyCondition)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return 0, false
+	}
+	return c.LastTransitionTime.Add(minReady).Sub(now), true
 }
