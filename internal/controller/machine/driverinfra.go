@@ -147,8 +147,11 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 		}
 	} else {
 		current, err := d.r.createsFromCurrent(ctx, s)
-		if err != nil || !current {
-			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, err
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !current {
+			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
 		s.statusWithCreate = true
 	}
