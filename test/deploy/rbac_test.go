@@ -10,6 +10,8 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // grant is one verb on one resource (resource/subresource) of a group,
@@ -131,14 +133,14 @@ func TestRolesGrantWhatTheControllersUse(t *testing.T) {
 		switch u.GetKind() {
 		case "ClusterRole":
 			cr := &rbacv1.ClusterRole{}
-			fromUnstructured(t, u, cr)
+			testenv.FromUnstructured(t, u, cr)
 			if cr.AggregationRule != nil {
 				t.Errorf("ClusterRole %s aggregates other roles", cr.Name)
 			}
 			role, rules = "ClusterRole "+cr.Name, cr.Rules
 		case "Role":
 			r := &rbacv1.Role{}
-			fromUnstructured(t, u, r)
+			testenv.FromUnstructured(t, u, r)
 			role, rules = "Role "+r.Namespace+"/"+r.Name, r.Rules
 		default:
 			t.Errorf("config/rbac/role.yaml holds a %s", u.GetKind())
@@ -284,7 +286,7 @@ func TestServiceAccountIsAuthorized(t *testing.T) {
 func applyRBAC(ctx context.Context, t *testing.T) {
 	t.Helper()
 	_, manager := render(t, "manager")
-	nsYAML, err := find(t, manager, "Namespace", systemNS).MarshalJSON()
+	nsYAML, err := testenv.FindObject(t, manager, "Namespace", systemNS).MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 const (
@@ -61,7 +62,7 @@ func TestDefaultBaseAppliesServerSide(t *testing.T) {
 
 	var got []string
 	for _, u := range objs {
-		got = append(got, id(u))
+		got = append(got, testenv.ObjectID(u))
 	}
 	for _, want := range defaultObjects {
 		if !slices.Contains(got, want) {
@@ -77,7 +78,7 @@ func TestDefaultBaseAppliesServerSide(t *testing.T) {
 	// A dry run creates nothing, so the namespaced objects would find no
 	// namespace: create the rendered Namespace for real first. Its Pod
 	// Security labels then judge the Deployment in the dry run.
-	ns := find(t, objs, "Namespace", systemNS).DeepCopy()
+	ns := testenv.FindObject(t, objs, "Namespace", systemNS).DeepCopy()
 	if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestDefaultBaseAppliesServerSide(t *testing.T) {
 	}
 	for _, u := range objs {
 		// kubectl prints kind.group/name without the namespace.
-		want := id(u)[strings.Index(id(u), " ")+1:] + " serverside-applied (server dry run)"
+		want := testenv.ObjectID(u)[strings.Index(testenv.ObjectID(u), " ")+1:] + " serverside-applied (server dry run)"
 		if !slices.Contains(lines, want) {
 			t.Errorf("the dry run did not print %q:\n%s", want, stdout)
 		}
@@ -114,13 +115,13 @@ func TestDefaultBaseAppliesServerSide(t *testing.T) {
 func TestDeploymentIsConsistent(t *testing.T) {
 	_, objs := render(t, "default")
 	d := &appsv1.Deployment{}
-	fromUnstructured(t, find(t, objs, "Deployment", "millwright-manager"), d)
+	testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Deployment", "millwright-manager"), d)
 	spec := d.Spec.Template.Spec
 
 	if spec.ServiceAccountName != serviceAccount {
 		t.Errorf("serviceAccountName %q, want %q", spec.ServiceAccountName, serviceAccount)
 	}
-	if find(t, objs, "ServiceAccount", serviceAccount).GetNamespace() != d.Namespace {
+	if testenv.FindObject(t, objs, "ServiceAccount", serviceAccount).GetNamespace() != d.Namespace {
 		t.Errorf("the ServiceAccount is not in the Deployment's namespace %s", d.Namespace)
 	}
 	psc := spec.SecurityContext
@@ -131,8 +132,8 @@ func TestDeploymentIsConsistent(t *testing.T) {
 		t.Error("the pod's seccompProfile is not RuntimeDefault")
 	}
 
-	manager := container(t, spec.Containers, "manager")
-	sim := container(t, spec.InitContainers, "sim")
+	manager := testenv.Container(t, spec.Containers, "manager")
+	sim := testenv.Container(t, spec.InitContainers, "sim")
 	if sim.RestartPolicy == nil || *sim.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Error("the sim is not a native sidecar (an init container with restartPolicy: Always)")
 	}
@@ -211,7 +212,7 @@ func TestDeploymentIsConsistent(t *testing.T) {
 		}
 	}
 	svc := &corev1.Service{}
-	fromUnstructured(t, find(t, objs, "Service", "millwright-manager-metrics"), svc)
+	testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Service", "millwright-manager-metrics"), svc)
 	if len(svc.Spec.Ports) != 1 || containerPort(manager, svc.Spec.Ports[0].TargetPort.String()) != metricsPort {
 		t.Errorf("the metrics Service does not target the manager's metrics port %d: %+v", metricsPort, svc.Spec.Ports)
 	}
@@ -235,7 +236,7 @@ func TestPrometheusBaseRenders(t *testing.T) {
 			sm.GetAPIVersion(), sm.GetKind(), sm.GetNamespace(), systemNS)
 	}
 	_, manager := render(t, "manager")
-	svc := find(t, manager, "Service", "millwright-manager-metrics")
+	svc := testenv.FindObject(t, manager, "Service", "millwright-manager-metrics")
 	if svc.GetNamespace() != sm.GetNamespace() {
 		t.Errorf("the ServiceMonitor is in %s, the Service in %s", sm.GetNamespace(), svc.GetNamespace())
 	}
@@ -256,24 +257,6 @@ func TestPrometheusBaseRenders(t *testing.T) {
 	if ep, port := endpoints[0].(map[string]any)["port"], ports[0].(map[string]any)["name"]; ep != port {
 		t.Errorf("the ServiceMonitor scrapes port %v, the Service's port is named %v", ep, port)
 	}
-}
-
-func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
-	t.Helper()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
-		t.Fatalf("%s: %v", id(u), err)
-	}
-}
-
-func container(t *testing.T, cs []corev1.Container, name string) corev1.Container {
-	t.Helper()
-	for _, c := range cs {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("no container %s", name)
-	return corev1.Container{}
 }
 
 func volumeIsEmptyDir(vs []corev1.Volume, name string) bool {

@@ -59,15 +59,15 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 
 	_, objs := render(t, "default")
 	d := &appsv1.Deployment{}
-	fromUnstructured(t, find(t, objs, "Deployment", "millwright-manager"), d)
+	testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Deployment", "millwright-manager"), d)
 	spec := d.Spec.Template.Spec
 	sock := filepath.Join(dir, "sim.sock")
 	health, metrics := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	simArgs := withFlags(t, container(t, spec.InitContainers, "sim").Args, map[string]string{
+	simArgs := withFlags(t, testenv.Container(t, spec.InitContainers, "sim").Args, map[string]string{
 		"--endpoint":      "unix://" + sock,
 		"--admin-address": testenv.FreeAddr(t),
 	}, "--kubeconfig="+kubeconfig)
-	managerArgs := withFlags(t, container(t, spec.Containers, "manager").Args, map[string]string{
+	managerArgs := withFlags(t, testenv.Container(t, spec.Containers, "manager").Args, map[string]string{
 		"--driver":                    "sim=unix://" + sock,
 		"--health-probe-bind-address": health,
 		"--metrics-bind-address":      metrics,

@@ -106,7 +106,7 @@ func apply(t *testing.T, ns string, r rendered) {
 func serverSideApply(ctx context.Context, t *testing.T, u *unstructured.Unstructured) {
 	t.Helper()
 	if err := applier.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
-		t.Errorf("applying %s: %v", id(u), err)
+		t.Errorf("applying %s: %v", testenv.ObjectID(u), err)
 	}
 }
 

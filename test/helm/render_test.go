@@ -70,32 +70,6 @@ func decode(t *testing.T, name string, data []byte) []*unstructured.Unstructured
 	}
 }
 
-// id names an object as kubectl prints it: kind.group/name, with the
-// namespace in front when it has one.
-func id(u *unstructured.Unstructured) string {
-	s := strings.ToLower(u.GetKind())
-	if g := u.GroupVersionKind().Group; g != "" {
-		s += "." + g
-	}
-	s += "/" + u.GetName()
-	if ns := u.GetNamespace(); ns != "" {
-		s = ns + " " + s
-	}
-	return s
-}
-
-// find returns the object of kind and name, failing the test without it.
-func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
-	t.Helper()
-	for _, u := range objs {
-		if u.GetKind() == kind && u.GetName() == name {
-			return u
-		}
-	}
-	t.Fatalf("no %s %s among the rendered objects", kind, name)
-	return nil
-}
-
 // warningRecorder keeps the API server's warnings (Pod Security,
 // deprecations, unknown fields).
 type warningRecorder struct {

@@ -12,6 +12,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 func readFile(t *testing.T, path string) []byte {
@@ -65,11 +67,11 @@ func TestRolesAreConfigs(t *testing.T) {
 			switch u.GetKind() {
 			case "ClusterRole":
 				cr := &rbacv1.ClusterRole{}
-				fromUnstructured(t, u, cr)
+				testenv.FromUnstructured(t, u, cr)
 				rr.rules = cr.Rules
 			case "Role":
 				ro := &rbacv1.Role{}
-				fromUnstructured(t, u, ro)
+				testenv.FromUnstructured(t, u, ro)
 				rr.namespace, rr.rules = ro.Namespace, ro.Rules
 			default:
 				continue

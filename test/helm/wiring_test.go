@@ -10,7 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
 // checkWiring checks that what the chart renders fits together for the
@@ -21,9 +22,9 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 	t.Helper()
 	objs := r.objects
 	d := &appsv1.Deployment{}
-	fromUnstructured(t, find(t, objs, "Deployment", "millwright-manager"), d)
+	testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Deployment", "millwright-manager"), d)
 	spec := d.Spec.Template.Spec
-	manager := container(t, spec.Containers, "manager")
+	manager := testenv.Container(t, spec.Containers, "manager")
 	args := flags(manager.Args)
 	wantImage := fmt.Sprintf("%s:%s", value(values, "image.repository"), millwright.Metadata.AppVersion)
 	if manager.Image != wantImage {
@@ -47,7 +48,7 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 		}
 	}
 	svc := &corev1.Service{}
-	fromUnstructured(t, find(t, objs, "Service", "millwright-manager-metrics"), svc)
+	testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Service", "millwright-manager-metrics"), svc)
 	if len(svc.Spec.Ports) != 1 || fmt.Sprint(":", containerPort(manager, svc.Spec.Ports[0].TargetPort.String())) != metrics {
 		t.Errorf("the metrics Service does not target the metrics port: %+v", svc.Spec.Ports)
 	}
@@ -59,7 +60,7 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 	driverSA := ""
 	switch mode {
 	case "sidecar":
-		driver := container(t, spec.InitContainers, "driver")
+		driver := testenv.Container(t, spec.InitContainers, "driver")
 		if driver.RestartPolicy == nil || *driver.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 			t.Error("the sidecar driver is not a native sidecar (restartPolicy: Always)")
 		}
@@ -70,14 +71,14 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 		driverSA = "millwright-manager"
 	case "deployment":
 		dd := &appsv1.Deployment{}
-		fromUnstructured(t, find(t, objs, "Deployment", "millwright-driver"), dd)
-		driver := container(t, dd.Spec.Template.Spec.Containers, "driver")
+		testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Deployment", "millwright-driver"), dd)
+		driver := testenv.Container(t, dd.Spec.Template.Spec.Containers, "driver")
 		port := value(values, "driver.port")
 		if got := flags(driver.Args)["--endpoint"]; got != fmt.Sprint("tcp://:", port) {
 			t.Errorf("driver --endpoint=%q, want tcp://:%v", got, port)
 		}
 		ds := &corev1.Service{}
-		fromUnstructured(t, find(t, objs, "Service", "millwright-driver"), ds)
+		testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Service", "millwright-driver"), ds)
 		selects(t, "the driver Service", ds.Spec.Selector, dd.Spec.Template.Labels)
 		if len(ds.Spec.Ports) != 1 || fmt.Sprint(containerPort(driver, ds.Spec.Ports[0].TargetPort.String())) != fmt.Sprint(port) {
 			t.Errorf("the driver Service does not target the driver's port %v: %+v", port, ds.Spec.Ports)
@@ -100,7 +101,7 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 	}
 	if driverSA != "" {
 		b := &rbacv1.ClusterRoleBinding{}
-		fromUnstructured(t, find(t, objs, "ClusterRoleBinding", "millwright-driver"), b)
+		testenv.FromUnstructured(t, testenv.FindObject(t, objs, "ClusterRoleBinding", "millwright-driver"), b)
 		want := rbacv1.Subject{Kind: "ServiceAccount", Name: driverSA, Namespace: ns}
 		if b.RoleRef.Name != value(values, "driver.clusterRole") || !slices.Equal(b.Subjects, []rbacv1.Subject{want}) {
 			t.Errorf("the driver's binding gives %s to %+v, want %v to %+v", b.RoleRef.Name, b.Subjects, value(values, "driver.clusterRole"), want)
@@ -142,24 +143,6 @@ func selects(t *testing.T, what string, selector, labels map[string]string, not 
 	}
 }
 
-func fromUnstructured(t *testing.T, u *unstructured.Unstructured, into any) {
-	t.Helper()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, into, true); err != nil {
-		t.Fatalf("%s: %v", id(u), err)
-	}
-}
-
-func container(t *testing.T, cs []corev1.Container, name string) corev1.Container {
-	t.Helper()
-	for _, c := range cs {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("no container %s", name)
-	return corev1.Container{}
-}
-
 // flags maps --flag=value (or a bare --flag) arguments to their values.
 func flags(args []string) map[string]string {
 	m := map[string]string{}
@@ -188,7 +171,7 @@ func TestNoLeaderElectionRecreates(t *testing.T) {
 	for _, elect := range []bool{false, true} {
 		r := render(t, "millwright-system", map[string]any{"manager": map[string]any{"leaderElection": map[string]any{"enabled": elect}}})
 		d := &appsv1.Deployment{}
-		fromUnstructured(t, find(t, r.objects, "Deployment", "millwright-manager"), d)
+		testenv.FromUnstructured(t, testenv.FindObject(t, r.objects, "Deployment", "millwright-manager"), d)
 		if recreate := d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType; recreate == elect {
 			t.Errorf("leader election %v: strategy %q", elect, d.Spec.Strategy.Type)
 		}
