@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -168,13 +169,38 @@ func (h *Harness) StartManager() {
 	h.stopMgr, h.mgrDone = cancel, done
 }
 
-// StopManager stops the manager, as a crash would.
+// StopManager stops the manager, as a crash would. A manager still
+// stopping after stuckAfter has a worker that ignores its context: the
+// goroutines are dumped to a file, since the manager's own error (its
+// grace period ran out) does not say which.
 func (h *Harness) StopManager() {
-	if h.stopMgr != nil {
-		h.stopMgr()
-		<-h.mgrDone
-		h.stopMgr = nil
+	if h.stopMgr == nil {
+		return
 	}
+	h.stopMgr()
+	select {
+	case <-h.mgrDone:
+	case <-time.After(stuckAfter):
+		h.T.Errorf("the manager has not stopped %s after its context ended; goroutines in %s", stuckAfter, dumpGoroutines())
+		<-h.mgrDone
+	}
+	h.stopMgr = nil
+}
+
+// stuckAfter is shorter than the manager's graceful shutdown timeout (30 s)
+// so the dump shows the stuck worker before the manager gives up on it.
+const stuckAfter = 20 * time.Second
+
+// dumpGoroutines writes every goroutine's stack to a file kept after the
+// test and returns its path.
+func dumpGoroutines() string {
+	f, err := os.CreateTemp("", "manager-stuck-*.txt")
+	if err != nil {
+		return "(not written: " + err.Error() + ")"
+	}
+	defer f.Close()
+	_ = pprof.Lookup("goroutine").WriteTo(f, 2)
+	return f.Name()
 }
 
 // SimSpec is a minimal sim providerSpec.

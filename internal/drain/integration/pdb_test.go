@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/drain"
@@ -135,8 +136,12 @@ func TestDrainBudgetAllowsOneThenFreesUp(t *testing.T) {
 	}
 	mustExistUntouched(t, kept)
 
+	// A merge patch, not an update: the disruption controller writes the
+	// budget's status concurrently, and an update of the copy read above
+	// would conflict with it.
+	relaxed := client.MergeFrom(pdb.DeepCopy())
 	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
-	if err := env.Client.Update(t.Context(), pdb); err != nil {
+	if err := env.Client.Patch(t.Context(), pdb, relaxed); err != nil {
 		t.Fatal(err)
 	}
 	waitPDB(t, pdb, 1)

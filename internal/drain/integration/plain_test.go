@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/drain"
@@ -93,8 +94,10 @@ func TestDrainWaitsForLeavingPod(t *testing.T) {
 	if res := step(t, status, opts); res.Deleted != 0 || res.Done {
 		t.Fatalf("second forced step: %+v, want no repeated delete and not done", res)
 	}
+	// A merge patch: kwok writes the pod's status concurrently.
+	release := client.MergeFrom(got.DeepCopy())
 	got.Finalizers = nil
-	if err := env.Client.Update(t.Context(), got); err != nil {
+	if err := env.Client.Patch(t.Context(), got, release); err != nil {
 		t.Fatal(err)
 	}
 	stepUntilDone(t, status, opts, nil)
