@@ -60,6 +60,15 @@ type MachineDeploymentSpec struct {
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 
+	// RolloutAfter replaces every Machine once this time has passed: a set
+	// created before it no longer counts as the template's current set, so
+	// the strategy rolls out a new set of the same template, as after a
+	// template change. `kubectl millwright rollout restart` sets it to now.
+	// A later time asks for another rollout; a time in the future starts
+	// the rollout when it comes (docs/rollout.md, "Replacing every Machine").
+	// +optional
+	RolloutAfter *metav1.Time `json:"rolloutAfter,omitempty"`
+
 	// RollbackTo asks the controller to roll back to an earlier revision; it
 	// is cleared once the rollback has started.
 	// +optional

@@ -401,6 +401,10 @@ func (in *MachineDeploymentSpec) DeepCopyInto(out *MachineDeploymentSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.RolloutAfter != nil {
+		in, out := &in.RolloutAfter, &out.RolloutAfter
+		*out = (*in).DeepCopy()
+	}
 	if in.RollbackTo != nil {
 		in, out := &in.RollbackTo, &out.RollbackTo
 		*out = new(RollbackConfig)

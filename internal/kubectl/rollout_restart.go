@@ -4,25 +4,38 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// errRestart says why restart cannot be done: kubectl restarts a
-// Deployment by writing a restartedAt annotation into its pod template,
-// but a MachineDeployment's template labels and annotations are pushed to
-// the existing Machines in place (docs/kubectl-plugin.md, "rollout
-// restart"); every field that does replace Machines (class,
-// infrastructureRef, bootstrap, failureDomain, clusterName) means
-// something else. A restart needs a field of its own in the API.
-var errRestart = fmt.Errorf("rollout restart is not possible yet: a MachineDeployment's template annotations change its Machines in place, " +
-	"so there is no field whose change replaces every Machine without changing what they are; " +
-	"see docs/kubectl-plugin.md (replace Machines one by one with `kubectl delete machine`, or roll to a copy of the MachineClass)")
-
+// newRolloutRestartCommand replaces every Machine of a MachineDeployment
+// by setting spec.rolloutAfter to now: kubectl restarts a Deployment with
+// an annotation in its pod template, but a MachineDeployment's template
+// annotations change its Machines in place (docs/kubectl-plugin.md).
 func newRolloutRestartCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restart NAME",
-		Short: "Not possible yet: replacing every Machine needs an API field (see docs/kubectl-plugin.md)",
-		RunE: func(*cobra.Command, []string) error {
-			return errRestart
+		Short: "Replace every Machine of a MachineDeployment through a rollout (sets spec.rolloutAfter to now)",
+		Example: "  kubectl millwright rollout restart web\n" +
+			"  kubectl millwright rollout status web",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, md, err := o.getMD(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if md.Spec.Paused {
+				// As kubectl: a paused deployment would keep the request
+				// without acting on it.
+				return fmt.Errorf("can't restart paused %s%s (run rollout resume first)", mdResource, md.Name)
+			}
+			base := md.DeepCopy()
+			md.Spec.RolloutAfter = &metav1.Time{Time: o.Now()}
+			if err := c.Patch(ctx, md, client.MergeFrom(base)); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "%s%s restarted\n", mdResource, md.Name)
+			return nil
 		},
 	}
 	o.mdArgs(cmd)

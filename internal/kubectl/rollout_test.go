@@ -111,6 +111,16 @@ func TestRolloutWithControllers(t *testing.T) {
 		t.Fatalf("rollout status after undo:\n%s", out)
 	}
 
+	// Restart: a third set of the same class replaces every Machine.
+	c.ok("rollout", "restart", name)
+	out = c.ok("rollout", "status", name, "--timeout", "2m")
+	if !strings.Contains(out, "successfully rolled out") {
+		t.Fatalf("rollout status after restart:\n%s", out)
+	}
+	if history := c.ok("rollout", "history", name); !strings.Contains(history, "\n3 ") {
+		t.Errorf("rollout history after restart has no revision 3:\n%s", history)
+	}
+
 	if out := c.ok("rollout", "pause", name); out != "machinedeployment.machine.millwright.dev/"+name+" paused\n" {
 		t.Errorf("pause: %q", out)
 	}
@@ -193,15 +203,23 @@ func TestRolloutHistoryTable(t *testing.T) {
 	}
 }
 
-// TestRolloutRestart: not possible without an API change; it says so
-// and changes nothing.
+// TestRolloutRestart: restart sets spec.rolloutAfter to now, and refuses
+// a paused deployment as kubectl does (the controller's side is tested in
+// TestRolloutWithControllers).
 func TestRolloutRestart(t *testing.T) {
 	const ns = "restart"
 	namespace(t, ns)
-	deployment(t, ns, "web", "small", 1, nil)
+	deployment(t, ns, "web", "small", 1, func(md *v1alpha1.MachineDeployment) { md.Spec.Paused = true })
 	c := newCLI(t, ns)
-	c.fails("rollout restart is not possible yet", "rollout", "restart", "web")
-	if g := getMD(t, ns, "web").Generation; g != 1 {
-		t.Errorf("restart changed the MachineDeployment: generation %d", g)
+	c.fails("can't restart paused", "rollout", "restart", "web")
+	if ra := getMD(t, ns, "web").Spec.RolloutAfter; ra != nil {
+		t.Errorf("restart of a paused deployment set rolloutAfter %v", ra)
+	}
+	c.ok("rollout", "resume", "web")
+	if out := c.ok("rollout", "restart", "web"); out != "machinedeployment.machine.millwright.dev/web restarted\n" {
+		t.Errorf("restart: %q", out)
+	}
+	if ra := getMD(t, ns, "web").Spec.RolloutAfter; ra == nil {
+		t.Error("restart did not set spec.rolloutAfter")
 	}
 }

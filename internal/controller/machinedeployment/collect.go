@@ -151,12 +151,16 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.Machine
 	return nil
 }
 
-// classify splits the sets into the new one (the oldest whose template
-// makes the same Machines as the deployment's) and the old ones, and works
-// out the new set's revision.
+// classify splits the sets into the new one (the oldest current one, see
+// isCurrentSet) and the old ones, and works out the new set's revision. A
+// spec.rolloutAfter still to come asks to be woken when it passes.
 func (r *Reconciler) classify(_ context.Context, s *scope) (reconcile.Result, error) {
+	var res reconcile.Result
+	if t := s.md.Spec.RolloutAfter; t != nil && s.now.Before(t.Time) {
+		res.RequeueAfter = t.Sub(s.now)
+	}
 	for _, ms := range s.sets {
-		if s.newSet == nil && ms.DeletionTimestamp.IsZero() && sameMachines(&ms.Spec.Template, &s.md.Spec.Template) {
+		if s.newSet == nil && ms.DeletionTimestamp.IsZero() && isCurrentSet(ms, s.md, s.now) {
 			s.newSet = ms
 			continue
 		}
@@ -170,5 +174,5 @@ func (r *Reconciler) classify(_ context.Context, s *scope) (reconcile.Result, er
 	if s.newSet != nil {
 		setRevision(&s.md.Annotations, s.newRevision)
 	}
-	return reconcile.Result{}, nil
+	return res, nil
 }

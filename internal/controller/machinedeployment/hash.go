@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -28,13 +30,37 @@ func sameMachines(a, b *v1alpha1.MachineTemplateSpec) bool {
 	return equality.Semantic.DeepEqual(replacingPart(&a.Spec), replacingPart(&b.Spec))
 }
 
+// restartDue returns the deployment's spec.rolloutAfter once it has
+// passed, else nil.
+func restartDue(md *v1alpha1.MachineDeployment, now time.Time) *metav1.Time {
+	if t := md.Spec.RolloutAfter; t != nil && !now.Before(t.Time) {
+		return t
+	}
+	return nil
+}
+
+// isCurrentSet reports whether ms makes the deployment's current Machines:
+// the same Machines as its template and, once spec.rolloutAfter has
+// passed, created at or after it (an older set is rolled out like one of
+// another template). CreationTimestamp and rolloutAfter both have whole
+// seconds, so a set created in the second rolloutAfter names is current.
+func isCurrentSet(ms *v1alpha1.MachineSet, md *v1alpha1.MachineDeployment, now time.Time) bool {
+	if !sameMachines(&ms.Spec.Template, &md.Spec.Template) {
+		return false
+	}
+	due := restartDue(md, now)
+	return due == nil || !ms.CreationTimestamp.Before(due)
+}
+
 // templateHash names the MachineSet of a template: a short hash of its
-// replacing part, with collisionCount mixed in once a name was taken.
+// replacing part, with collisionCount mixed in once a name was taken and
+// restartedAt (a passed spec.rolloutAfter) mixed in so the set that
+// replaces the older ones of the same template gets a name of its own.
 //
 // The replacing part is hashed as JSON, which sorts map keys and omits
 // empty optional fields, so the hash stays the same when a Millwright
 // version adds a field the template does not set.
-func templateHash(t *v1alpha1.MachineTemplateSpec, collisionCount *int32) string {
+func templateHash(t *v1alpha1.MachineTemplateSpec, collisionCount *int32, restartedAt *metav1.Time) string {
 	part := replacingPart(&t.Spec)
 	data, err := json.Marshal(&part)
 	if err != nil {
@@ -46,6 +72,11 @@ func templateHash(t *v1alpha1.MachineTemplateSpec, collisionCount *int32) string
 	if collisionCount != nil {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(*collisionCount))
+		_, _ = h.Write(b[:])
+	}
+	if restartedAt != nil {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], uint64(restartedAt.Unix()))
 		_, _ = h.Write(b[:])
 	}
 	// The same alphabet as Kubernetes' pod-template-hash: no vowels, so no

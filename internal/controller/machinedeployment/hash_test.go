@@ -20,7 +20,7 @@ func baseTemplate() *v1alpha1.MachineTemplateSpec {
 }
 
 func TestTemplateHash(t *testing.T) {
-	base := templateHash(baseTemplate(), nil)
+	base := templateHash(baseTemplate(), nil, nil)
 	if !regexp.MustCompile(`^[bcdfghjklmnpqrstvwxz2456789]{1,10}$`).MatchString(base) {
 		t.Fatalf("hash %q is not a short safe string", base)
 	}
@@ -62,7 +62,7 @@ func TestTemplateHash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			edited := baseTemplate()
 			tc.edit(edited)
-			got := templateHash(edited, nil)
+			got := templateHash(edited, nil, nil)
 			if (got == base) != tc.same {
 				t.Errorf("hash %q vs base %q: same = %v, want %v", got, base, got == base, tc.same)
 			}
@@ -74,12 +74,57 @@ func TestTemplateHash(t *testing.T) {
 }
 
 func TestTemplateHashCollisionCount(t *testing.T) {
-	seen := map[string]bool{templateHash(baseTemplate(), nil): true}
+	seen := map[string]bool{templateHash(baseTemplate(), nil, nil): true}
 	for i := int32(0); i < 5; i++ {
-		h := templateHash(baseTemplate(), ptr.To(i))
+		h := templateHash(baseTemplate(), ptr.To(i), nil)
 		if seen[h] {
 			t.Fatalf("collisionCount %d gives a hash already seen: %q", i, h)
 		}
 		seen[h] = true
+	}
+}
+
+// A set stops being current only once spec.rolloutAfter has passed and
+// only if it was created before it; the set made for the restart has a
+// name of its own and stays current.
+func TestIsCurrentSetAfterRolloutAfter(t *testing.T) {
+	created := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	ms := &v1alpha1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
+		Spec:       v1alpha1.MachineSetSpec{Template: *baseTemplate()},
+	}
+	restart := metav1.NewTime(created.Add(time.Hour))
+	md := &v1alpha1.MachineDeployment{Spec: v1alpha1.MachineDeploymentSpec{Template: *baseTemplate(), RolloutAfter: &restart}}
+
+	for _, c := range []struct {
+		name       string
+		setCreated time.Time
+		now        time.Time
+		want       bool
+	}{
+		{"rolloutAfter still to come", created, restart.Add(-time.Second), true},
+		{"rolloutAfter passed, set older", created, restart.Time, false},
+		{"set made in rolloutAfter's second", restart.Time, restart.Add(time.Minute), true},
+		{"set made after rolloutAfter", restart.Add(time.Second), restart.Add(time.Minute), true},
+	} {
+		ms.CreationTimestamp = metav1.NewTime(c.setCreated)
+		if got := isCurrentSet(ms, md, c.now); got != c.want {
+			t.Errorf("%s: isCurrentSet = %v, want %v", c.name, got, c.want)
+		}
+	}
+	other := baseTemplate()
+	other.Spec.Class.Name = "large"
+	ms.Spec.Template = *other
+	if isCurrentSet(ms, md, created) {
+		t.Error("a set of another template is current")
+	}
+
+	before := templateHash(baseTemplate(), nil, nil)
+	if restarted := templateHash(baseTemplate(), nil, &restart); restarted == before {
+		t.Errorf("a passed rolloutAfter does not change the set's name (%s)", before)
+	}
+	later := metav1.NewTime(restart.Add(time.Hour))
+	if templateHash(baseTemplate(), nil, &restart) == templateHash(baseTemplate(), nil, &later) {
+		t.Error("two restarts give the same set name")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,7 +64,7 @@ func (s *scope) setReplicasAnnotations(annotations *map[string]string) {
 // tries the next name.
 func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32) (reconcile.Result, error) {
 	md := s.md
-	hash := templateHash(&md.Spec.Template, md.Status.CollisionCount)
+	hash := templateHash(&md.Spec.Template, md.Status.CollisionCount, restartDue(md, s.now))
 	ms := &v1alpha1.MachineSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      names.Join(md.Name, hash, names.MaxLabelValue), // its Machines' set-name label
@@ -99,7 +100,7 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 		if gerr := r.apiReader().Get(ctx, client.ObjectKeyFromObject(ms), existing); gerr != nil {
 			return reconcile.Result{}, gerr
 		}
-		if metav1.IsControlledBy(existing, md) && sameMachines(&existing.Spec.Template, &md.Spec.Template) {
+		if metav1.IsControlledBy(existing, md) && isCurrentSet(existing, md, s.now) {
 			// Ours, made by an earlier reconcile the cache has not shown yet.
 			s.adoptNewSet(existing)
 			return reconcile.Result{}, nil
@@ -120,7 +121,7 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 	setRevision(&md.Annotations, s.newRevision)
 	s.adoptNewSet(ms)
 	s.log.Info("created MachineSet", "machineSet", ms.Name, "replicas", replicas, "revision", s.newRevision)
-	s.event(corev1.EventTypeNormal, reasonScalingSet, fmt.Sprintf("Created MachineSet %s with %d replicas", ms.Name, replicas))
+	s.event(corev1.EventTypeNormal, reasonScalingSet, fmt.Sprintf("Created MachineSet %s with %d replicas%s", ms.Name, replicas, s.restartNote()))
 	return reconcile.Result{}, nil
 }
 
@@ -155,4 +156,19 @@ func selects(sel *v1alpha1.LabelSelector, key string) bool {
 		}
 	}
 	return false
+}
+
+// restartNote explains a new set of a template the deployment already has
+// a set of: spec.rolloutAfter passed (isCurrentSet).
+func (s *scope) restartNote() string {
+	due := restartDue(s.md, s.now)
+	if due == nil {
+		return ""
+	}
+	for _, ms := range s.oldSets {
+		if sameMachines(&ms.Spec.Template, &s.md.Spec.Template) {
+			return fmt.Sprintf(" to replace every Machine: spec.rolloutAfter %s has passed", due.UTC().Format(time.RFC3339))
+		}
+	}
+	return ""
 }
