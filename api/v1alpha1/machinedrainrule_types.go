@@ -62,17 +62,20 @@ type MachineDrainRuleSpec struct {
 	Drain MachineDrainRuleDrainConfig `json:"drain"`
 
 	// Machines the rule applies to, as alternatives: a Machine matching any
-	// entry. Empty: every Machine of the rule's namespace.
+	// entry. Empty: every Machine of the rule's namespace. At most 4, so
+	// that the API server can check every selector within its validation
+	// cost budget; more alternatives are more rules.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=4
 	Machines []MachineDrainRuleMachineSelector `json:"machines,omitempty"`
 
 	// Pods the rule applies to, as alternatives: a pod matching any entry.
-	// Empty: every pod. DaemonSet and mirror pods always stay, whatever the rules.
+	// Empty: every pod. DaemonSet and mirror pods always stay, whatever the
+	// rules. At most 4, like machines.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:MaxItems=4
 	Pods []MachineDrainRulePodSelector `json:"pods,omitempty"`
 }
 
