@@ -58,8 +58,8 @@ func TestDrainRulesEvictInOrderSkipAndWaitForCompletion(t *testing.T) {
 	opts := drain.Options{NodeName: node.Name, Rules: rules}
 
 	res := step(t, status, opts)
-	if res.Evicted != 2 || status.Order == nil || *status.Order != 1 {
-		t.Fatalf("first step evicted %d pods on order %v; want both order-1 pods on order 1", res.Evicted, status.Order)
+	if order := ptr.Deref(status.Order, -1); res.Evicted != 2 || order != 1 {
+		t.Fatalf("first step evicted %d pods on order %d (-1: none); want both order-1 pods on order 1", res.Evicted, order)
 	}
 	if !strings.Contains(res.Message, "a-cache applies") {
 		t.Errorf("message %q does not report the conflict of a-cache and z-cache", res.Message)
@@ -67,8 +67,8 @@ func TestDrainRulesEvictInOrderSkipAndWaitForCompletion(t *testing.T) {
 	// Terminating order-1 pods hold order 2 back, however often the drain looks.
 	for range 3 {
 		res = step(t, status, opts)
-		if res.Evicted != 0 || *status.Order != 1 {
-			t.Errorf("a step evicted %d pods on order %d while order-1 pods terminate", res.Evicted, *status.Order)
+		if order := ptr.Deref(status.Order, -1); res.Evicted != 0 || order != 1 {
+			t.Errorf("a step evicted %d pods on order %d (-1: none) while order-1 pods terminate", res.Evicted, order)
 		}
 	}
 	if want := []string{ns + "/cache-0", ns + "/cache-1", ns + "/job"}; !equal(status.BlockingPods, want) || status.BlockingPodCount != 3 {
