@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -266,4 +267,42 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestDrainRulesNextOrderWaitsForVolumes: the next order starts only once
+// the volumes of the previous order's last pod have detached, not merely
+// once the pod is gone.
+func TestDrainRulesNextOrderWaitsForVolumes(t *testing.T) {
+	ns := newNamespace(t)
+	node := newNode(t, true)
+	handle := newVolume(t, ns, "data-pg-0")
+	pg := newPod(t, ns, node.Name, "pg-0", withLabels(map[string]string{"app": "db"}), withClaim("data-pg-0"))
+	web := newPod(t, ns, node.Name, "web", withLabels(map[string]string{"app": "web"}))
+	waitRunning(t, pg, web)
+	setAttached(t, node, handle)
+
+	rules, err := drain.RulesFor([]v1alpha1.MachineDrainRule{
+		drainRule("db", "db", nil, v1alpha1.DrainBehaviorDrain, ptr.To[int32](1)),
+		drainRule("web", "web", nil, v1alpha1.DrainBehaviorDrain, ptr.To[int32](2)),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := &v1alpha1.DrainStatus{}
+	opts := drain.Options{NodeName: node.Name, Rules: rules, VolumeIDs: unimplemented, VolumeDetachTimeout: time.Hour}
+	if res := step(t, status, opts); res.Evicted != 1 || status.VolumeWait == nil {
+		t.Fatalf("first step evicted %d pods, volume wait %+v; want pg-0 evicted and waited for", res.Evicted, status.VolumeWait)
+	}
+	waitGone(t, pg)
+	res := step(t, status, opts)
+	if res.Evicted != 0 || !strings.Contains(res.Message, "order 2 waits for the volumes of the previous order") {
+		t.Errorf("with pg-0 gone and its volume attached: evicted %d, message %q; want order 2 held", res.Evicted, res.Message)
+	}
+	if !equal(status.BlockingPods, []string{ns + "/pg-0"}) || ptr.Deref(status.Order, -1) != 1 {
+		t.Errorf("blocking %v on order %d, want pg-0 on order 1", status.BlockingPods, ptr.Deref(status.Order, -1))
+	}
+	mustExistUntouched(t, web)
+	setAttached(t, node)
+	stepUntilDone(t, status, opts, nil)
+	mustBeGone(t, web)
 }
