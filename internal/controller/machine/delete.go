@@ -86,10 +86,7 @@ func (r *Reconciler) deletionStep(ctx context.Context, s *scope, step v1alpha1.D
 	case v1alpha1.StepPreDrainHooks:
 		return r.waitForHooks(s, v1alpha1.PreDrainHookAnnotationPrefix, "pre-drain"), reconcile.Result{}, nil
 	case v1alpha1.StepCordon:
-		if s.node == nil {
-			return true, reconcile.Result{}, nil
-		}
-		return true, reconcile.Result{}, drain.Cordon(ctx, r.TargetAPI, s.node.Name)
+		return r.cordon(ctx, s)
 	case v1alpha1.StepDrain:
 		return r.drainStep(ctx, s)
 	case v1alpha1.StepPreTerminateHooks:
@@ -116,6 +113,29 @@ func (r *Reconciler) waitForHooks(s *scope, prefix, what string) bool {
 	}
 	s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "waiting for "+what+" hooks: "+strings.Join(hooks, ", "))
 	return false
+}
+
+// cordon marks the Node unschedulable. While the target cluster cannot be
+// reached it retries until the drain timeout, counted from the step's
+// start, and then goes on to the drain, which has the same bound (see
+// drainStep): a cluster that is gone must not hold the Machine forever.
+func (r *Reconciler) cordon(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	if s.node == nil {
+		return true, reconcile.Result{}, nil
+	}
+	err := drain.Cordon(ctx, r.TargetAPI, s.node.Name)
+	if err == nil || !targetUnreachable(err) {
+		return err == nil, reconcile.Result{}, err
+	}
+	deadline := s.machine.Status.Deletion.StepStartTime.Add(s.life.drainTimeout)
+	if s.now.Before(deadline) {
+		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "cordoning Node "+s.node.Name+": "+err.Error())
+		wait := backoff(s.machine.Status.LastOperation.FailureCount, r.Config.BackoffBase, r.Config.BackoffCap)
+		return false, reconcile.Result{RequeueAfter: min(wait, until(s.now, deadline))}, nil
+	}
+	s.event(corev1.EventTypeWarning, "CordonSkipped", fmt.Sprintf(
+		"could not cordon Node %s within the drain timeout of %s, its cluster cannot be reached: %v", s.node.Name, s.life.drainTimeout, err))
+	return true, reconcile.Result{}, nil
 }
 
 func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
@@ -152,9 +172,21 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		Rules:               rules,
 		Now:                 func() time.Time { return s.now },
 	})
+	if err != nil && d.ForceReason != "" && targetUnreachable(err) {
+		// Forced, and the Node's cluster cannot be reached to delete its
+		// pods: they go with the VM, as a forced drain's would.
+		msg := fmt.Sprintf("skipped the forced drain of Node %s, its cluster cannot be reached: %v", s.node.Name, err)
+		s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionFalse, "TargetUnreachable", msg)
+		s.event(corev1.EventTypeWarning, "DrainSkipped", msg)
+		return true, reconcile.Result{}, nil
+	}
 	if err != nil {
 		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "draining Node "+s.node.Name+": "+err.Error())
-		return false, reconcile.Result{RequeueAfter: r.Config.BackoffBase}, nil
+		requeue := r.Config.BackoffBase
+		if d.ForceReason == "" {
+			requeue = min(requeue, until(s.now, d.StepStartTime.Add(s.life.drainTimeout)))
+		}
+		return false, reconcile.Result{RequeueAfter: requeue}, nil
 	}
 	if !result.Done {
 		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationProcessing, "", "draining Node "+s.node.Name+": "+result.Message)

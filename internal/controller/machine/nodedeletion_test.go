@@ -58,3 +58,32 @@ func TestNodeDeletionTimeoutWithTheTargetClusterStopped(t *testing.T) {
 	}
 	t.Logf("Machine %s gone without its Node %s", running.Name, running.Status.NodeRef.Name)
 }
+
+// TestDeletionWithTheTargetClusterStoppedBeforeIt: with the target API
+// server stopped before the deletion starts, the cordon and the drain give
+// up after the drain timeout and the Node's deletion after the node
+// deletion timeout, each with a Warning Event; the VM is deleted.
+func TestDeletionWithTheTargetClusterStoppedBeforeIt(t *testing.T) {
+	const ns = "target-stopped-before-deletion"
+	target, h := splitClusters(t, ns, testConfig())
+	h.Create(&v1alpha1.MachineClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+		Spec:       v1alpha1.MachineClassSpec{Provider: "sim", ProviderSpec: runtime.RawExtension{Raw: []byte(simSpec)}},
+	})
+	h.Machine("m", "c", func(m *v1alpha1.Machine) {
+		m.Spec.Lifecycle.DrainTimeout = &metav1.Duration{Duration: time.Second}
+		m.Spec.Lifecycle.NodeDeletionTimeout = &metav1.Duration{Duration: time.Second}
+	})
+	h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+	if err := target.Stop(); err != nil {
+		t.Logf("stopping the target: %v", err)
+	}
+	h.DeleteMachine("m")
+	h.WaitGone("m")
+	for _, reason := range []string{"CordonSkipped", "ForceDrain", "DrainSkipped", "NodeDeletionTimedOut"} {
+		h.ExpectEvent(reason, "m")
+	}
+	if vms := h.VMs("m"); len(vms) != 0 {
+		t.Errorf("the Machine went without deleting its VM: %v", vms)
+	}
+}
