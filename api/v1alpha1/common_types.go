@@ -145,6 +145,15 @@ type MachineLifecycle struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.lifecycle.drainTimeout must be a positive duration such as 2h"
 	DrainTimeout *metav1.Duration `json:"drainTimeout,omitempty"`
 
+	// NodeDeletionTimeout is how long the deletion of a Machine retries
+	// deleting its Node, once its VM is gone, before it finishes without it
+	// (a Warning Event says so): a target cluster that cannot be reached
+	// must not hold the Machine forever. "0s" retries forever. Default: the
+	// manager's --node-deletion-timeout (10m).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="spec.lifecycle.nodeDeletionTimeout must be a duration of zero or more such as 10m"
+	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
+
 	// MaxEvictRetries is how many times the eviction of one pod is retried
 	// while a disruption budget refuses it, before the pod is deleted.
 	// Default: the manager's --max-evict-retries.

@@ -35,6 +35,12 @@ const (
 	PriorityAnnotation = GroupName + "/priority"
 	// ForceDeletionAnnotation "true" on a Machine skips the graceful drain when it is deleted.
 	ForceDeletionAnnotation = GroupName + "/force-deletion"
+	// DrainLabel on a pod overrides every MachineDrainRule: DrainLabelSkip or DrainLabelWaitCompleted (docs/drain.md).
+	DrainLabel = GroupName + "/drain"
+	// DrainLabelSkip as DrainLabel's value leaves the pod on the Node during a drain.
+	DrainLabelSkip = "skip"
+	// DrainLabelWaitCompleted as DrainLabel's value makes the drain wait for the pod to finish, never evicting it.
+	DrainLabelWaitCompleted = "wait-completed"
 	// PausedAnnotation on a Machine stops its reconciliation until removed.
 	PausedAnnotation = GroupName + "/paused"
 	// PreDrainHookAnnotationPrefix: any annotation with this prefix blocks the drain until removed.

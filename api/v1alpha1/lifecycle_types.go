@@ -66,6 +66,25 @@ type DrainStatus struct {
 	// waits for its volumes to detach before evicting the next such pod.
 	// +optional
 	VolumeWait *VolumeWait `json:"volumeWait,omitempty"`
+
+	// Order is the drain order being evicted (MachineDrainRule
+	// spec.drain.order; 0 for pods no rule orders). Unset before the first
+	// round and once no pod to evict is left.
+	// +optional
+	Order *int32 `json:"order,omitempty"`
+
+	// BlockingPods are the namespace/name of some of the pods the drain
+	// waits for at this point: pods of the current order still on the
+	// Node, then pods it waits to complete. At most 10; BlockingPodCount
+	// counts them all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	BlockingPods []string `json:"blockingPods,omitempty"`
+
+	// BlockingPodCount is how many pods the drain waits for at this point.
+	// +optional
+	BlockingPodCount int32 `json:"blockingPodCount,omitempty"`
 }
 
 // VolumeWait is a wait for a pod's volumes to detach from the Node.

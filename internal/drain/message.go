@@ -29,6 +29,8 @@ type report struct {
 	// nextRound, when set, is how long the Step waits before the next
 	// eviction round (a budget refused the last one).
 	nextRound time.Duration
+	// held: the next order waits for the previous order's volumes.
+	held bool
 }
 
 // failure records a failed task's error, keeping the first.
@@ -79,10 +81,39 @@ func (r *report) render(res Result, status *v1alpha1.DrainStatus, opts Options, 
 	if r.terminating > 0 {
 		add("%s terminating", pods(r.terminating))
 	}
+	// The order is worth naming only when rules made more than one, or
+	// moved the pods off the default.
+	if later := p.later(); !opts.Force && p.hasCurrent && (later > 0 || p.current != 0) {
+		if r.held {
+			add("order %d waits for the volumes of the previous order", p.current)
+		} else {
+			add("on order %d", p.current)
+		}
+		if later > 0 {
+			add("%s in later orders", pods(later))
+		}
+	}
+	if len(p.waits) > 0 && !opts.Force {
+		keys := make([]string, 0, len(p.waits))
+		for _, pod := range p.waits {
+			keys = append(keys, podKey(pod))
+		}
+		add("waiting for %s to complete (%s)", pods(len(keys)), names(keys))
+	}
+	if p.conflict != "" {
+		parts = append(parts, p.conflict)
+	}
 	if res.Done {
 		msg := "drained"
+		var left []string
 		if len(p.stays) > 0 {
-			msg += fmt.Sprintf(" (%d DaemonSet or mirror %s)", len(p.stays), plural(len(p.stays), "pod stays", "pods stay"))
+			left = append(left, fmt.Sprintf("%d DaemonSet or mirror %s", len(p.stays), plural(len(p.stays), "pod stays", "pods stay")))
+		}
+		if len(p.skipped) > 0 {
+			left = append(left, fmt.Sprintf("%s skipped by drain rules", pods(len(p.skipped))))
+		}
+		if len(left) > 0 {
+			msg += " (" + strings.Join(left, ", ") + ")"
 		}
 		parts = append(parts, msg)
 	} else if len(parts) == 0 {

@@ -6,6 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
 // mirrorPodAnnotation marks a static pod's mirror in the API; deleting the
@@ -70,53 +73,122 @@ func leaving(pod *corev1.Pod) bool {
 // across reconciles.
 type plan struct {
 	stays   []*corev1.Pod // DaemonSet and mirror pods
+	skipped []*corev1.Pod // left by a drain rule or the pod's drain label
 	gone    int           // finished pods
-	plain   []*corev1.Pod // without persistent volumes
-	volumes []*corev1.Pod // with persistent volumes
+	plain   []*corev1.Pod // without persistent volumes, to evict
+	volumes []*corev1.Pod // with persistent volumes, to evict
+	waits   []*corev1.Pod // waited for until they complete, never evicted
+
+	// order is the eviction order of each pod in plain and volumes.
+	order map[*corev1.Pod]int32
+	// current is the lowest order of a pod in plain or volumes: the only
+	// order evicted now. hasCurrent is false when both are empty.
+	current    int32
+	hasCurrent bool
+	// conflict reports the first pod several rules disagree about.
+	conflict string
 }
 
-// newPlan sorts pods by class.
-func newPlan(pods []corev1.Pod) plan {
-	var p plan
+// newPlan sorts pods by class and, for those the drain evicts or waits
+// for, by what the rules (over namespaces' labels) decide.
+func newPlan(pods []corev1.Pod, rules []Rule, namespaces map[string]labels.Set) plan {
+	p := plan{order: map[*corev1.Pod]int32{}}
 	for i := range pods {
 		pod := &pods[i]
-		switch classify(pod) {
+		class := classify(pod)
+		switch class {
 		case classStays:
 			p.stays = append(p.stays, pod)
+			continue
 		case classGone:
 			p.gone++
-		case classPlain:
-			p.plain = append(p.plain, pod)
-		case classVolumes:
+			continue
+		}
+		d := decide(pod, rules, namespaces[pod.Namespace])
+		if d.conflict != "" && (p.conflict == "" || d.conflict < p.conflict) {
+			p.conflict = d.conflict
+		}
+		switch d.behavior {
+		case v1alpha1.DrainBehaviorSkip:
+			p.skipped = append(p.skipped, pod)
+			continue
+		case v1alpha1.DrainBehaviorWaitCompleted:
+			p.waits = append(p.waits, pod)
+			continue
+		}
+		p.order[pod] = d.order
+		if !p.hasCurrent || d.order < p.current {
+			p.current, p.hasCurrent = d.order, true
+		}
+		if class == classVolumes {
 			p.volumes = append(p.volumes, pod)
+		} else {
+			p.plain = append(p.plain, pod)
 		}
 	}
-	for _, list := range [][]*corev1.Pod{p.stays, p.plain, p.volumes} {
+	for _, list := range [][]*corev1.Pod{p.stays, p.skipped, p.plain, p.volumes, p.waits} {
 		sort.Slice(list, func(i, j int) bool { return podKey(list[i]) < podKey(list[j]) })
 	}
 	return p
 }
 
+// now reports whether pod, to be evicted, is of the order evicted now.
+func (p plan) now(pod *corev1.Pod) bool {
+	return p.hasCurrent && p.order[pod] == p.current
+}
+
+// later counts the pods to evict in orders after the current one.
+func (p plan) later() int {
+	n := 0
+	for _, list := range [][]*corev1.Pod{p.plain, p.volumes} {
+		for _, pod := range list {
+			if !p.now(pod) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// blocking returns the pods the drain waits for: those of the current
+// order still on the Node, then those it waits to complete.
+func (p plan) blocking() []string {
+	var out []string
+	for _, list := range [][]*corev1.Pod{p.plain, p.volumes} {
+		for _, pod := range list {
+			if p.now(pod) {
+				out = append(out, podKey(pod))
+			}
+		}
+	}
+	sort.Strings(out)
+	for _, pod := range p.waits {
+		out = append(out, podKey(pod))
+	}
+	return out
+}
+
 // mustLeave is the number of pods that have to be off the Node before the
 // drain is done, terminating ones included.
-func (p plan) mustLeave() int { return len(p.plain) + len(p.volumes) }
+func (p plan) mustLeave() int { return len(p.plain) + len(p.volumes) + len(p.waits) }
 
-// toEvict returns the plain pods whose eviction has not started yet.
+// toEvict returns the plain pods of the current order whose eviction has
+// not started yet.
 func (p plan) toEvict() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range p.plain {
-		if !leaving(pod) {
+		if !leaving(pod) && p.now(pod) {
 			out = append(out, pod)
 		}
 	}
 	return out
 }
 
-// nextVolumePod returns the first pod with volumes not yet leaving: the one
-// to evict when no volume wait is pending.
+// nextVolumePod returns the first pod with volumes of the current order
+// not yet leaving: the one to evict when no volume wait is pending.
 func (p plan) nextVolumePod() *corev1.Pod {
 	for _, pod := range p.volumes {
-		if !leaving(pod) {
+		if !leaving(pod) && p.now(pod) {
 			return pod
 		}
 	}
@@ -160,11 +232,12 @@ func deletionStart(pod *corev1.Pod) time.Time {
 }
 
 // toForce returns the pods a forced drain deletes: every pod that must
-// leave, except those already being deleted with grace period 0, which the
-// API server removes on its own.
+// leave, whatever its order and pods it would wait to complete too, except
+// those already being deleted with grace period 0, which the API server
+// removes on its own.
 func (p plan) toForce() []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, list := range [][]*corev1.Pod{p.plain, p.volumes} {
+	for _, list := range [][]*corev1.Pod{p.plain, p.volumes, p.waits} {
 		for _, pod := range list {
 			if g := pod.DeletionGracePeriodSeconds; leaving(pod) && g != nil && *g == 0 {
 				continue

@@ -128,7 +128,7 @@ func TestPlan(t *testing.T) {
 		pod("jobs", "done", phase(corev1.PodSucceeded)),
 		pod("jobs", "crashed", phase(corev1.PodFailed)),
 	}
-	p := newPlan(pods)
+	p := newPlan(pods, nil, nil)
 
 	for _, tc := range []struct {
 		what      string
@@ -162,21 +162,21 @@ func TestPlan(t *testing.T) {
 	if !p.holdsBack("db/pg-0") || !p.holdsBack("db/pg-2") {
 		t.Error("a wait holds back the other pods with volumes not yet leaving")
 	}
-	if one := newPlan([]corev1.Pod{pod("db", "pg-0", claim("c"))}); one.holdsBack("db/pg-0") {
+	if one := newPlan([]corev1.Pod{pod("db", "pg-0", claim("c"))}, nil, nil); one.holdsBack("db/pg-0") {
 		t.Error("a wait for the only pod with volumes holds nothing back")
 	}
 }
 
 func TestPlanOrderIsStable(t *testing.T) {
-	a := newPlan([]corev1.Pod{pod("db", "pg-1", claim("x")), pod("db", "pg-0", claim("y")), pod("app", "z", claim("z"))})
-	b := newPlan([]corev1.Pod{pod("app", "z", claim("z")), pod("db", "pg-0", claim("y")), pod("db", "pg-1", claim("x"))})
+	a := newPlan([]corev1.Pod{pod("db", "pg-1", claim("x")), pod("db", "pg-0", claim("y")), pod("app", "z", claim("z"))}, nil, nil)
+	b := newPlan([]corev1.Pod{pod("app", "z", claim("z")), pod("db", "pg-0", claim("y")), pod("db", "pg-1", claim("x"))}, nil, nil)
 	if !slices.Equal(keys(a.volumes), keys(b.volumes)) {
 		t.Errorf("serial order depends on list order: %v vs %v", keys(a.volumes), keys(b.volumes))
 	}
 }
 
 func TestPlanEmpty(t *testing.T) {
-	p := newPlan([]corev1.Pod{pod("kube-system", "agent", owned("DaemonSet", true))})
+	p := newPlan([]corev1.Pod{pod("kube-system", "agent", owned("DaemonSet", true))}, nil, nil)
 	if p.mustLeave() != 0 || p.nextVolumePod() != nil || p.leavingVolumePod(t0, time.Minute) != nil || len(p.toForce()) != 0 || len(p.toEvict()) != 0 {
 		t.Errorf("a node with only a DaemonSet pod has work: %+v", p)
 	}
@@ -190,7 +190,7 @@ func TestLeavingVolumePod(t *testing.T) {
 		pod("db", "pg-0", claim("a"), deletingAt(t0, 30)),                 // deletion requested at t0
 		pod("db", "pg-1", claim("b"), deletingAt(t0.Add(time.Minute), 0)), // at t0+1m
 		pod("db", "pg-2", claim("c")),
-	})
+	}, nil, nil)
 	for _, tc := range []struct {
 		now  time.Duration // after t0
 		want string

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -60,6 +61,9 @@ type Options struct {
 	// RetryInterval is the RequeueAfter when evictions were refused or
 	// failed and nothing else is in flight; 0 means DefaultRetryInterval.
 	RetryInterval time.Duration
+	// Rules are the MachineDrainRules that select the Machine (RulesFor):
+	// which pods are evicted in which order, skipped, or waited for.
+	Rules []Rule
 }
 
 // withDefaults fills in the zero values.
@@ -116,7 +120,14 @@ func Step(ctx context.Context, c client.Client, status *v1alpha1.DrainStatus, op
 	if err := c.List(ctx, &pods, client.MatchingFields{PodNodeNameIndex: opts.NodeName}); err != nil {
 		return Result{}, fmt.Errorf("listing pods on node %s: %w", opts.NodeName, err)
 	}
-	p := newPlan(pods.Items)
+	var namespaces map[string]labels.Set
+	if needNamespaces(opts.Rules) {
+		var err error
+		if namespaces, err = namespaceLabels(ctx, c); err != nil {
+			return Result{}, err
+		}
+	}
+	p := newPlan(pods.Items, opts.Rules, namespaces)
 	if opts.Force {
 		return forceStep(ctx, c, status, p, opts), nil
 	}
@@ -127,8 +138,14 @@ func Step(ctx context.Context, c client.Client, status *v1alpha1.DrainStatus, op
 func forceStep(ctx context.Context, c client.Client, status *v1alpha1.DrainStatus, p plan, opts Options) Result {
 	// A forced drain waits for no volume: the Node is unreachable or out of time.
 	status.VolumeWait = nil
+	status.Order = nil
 	res := Result{Remaining: p.mustLeave()}
 	forced := p.toForce()
+	keys := make([]string, 0, len(forced))
+	for _, pod := range forced {
+		keys = append(keys, podKey(pod))
+	}
+	setBlocking(status, keys)
 	// The others were already deleted with grace period 0 and are on their way out.
 	r := report{terminating: p.mustLeave() - len(forced)}
 	tasks := make([]task, 0, len(forced))
@@ -187,6 +204,20 @@ func gracefulStep(ctx context.Context, c client.Client, status *v1alpha1.DrainSt
 		}
 	}
 
+	// The next order starts once the previous one is gone, its volumes included.
+	held := status.VolumeWait != nil && status.Order != nil && p.hasCurrent && p.current > *status.Order
+	switch {
+	case held:
+		r.held = true
+		setBlocking(status, []string{status.VolumeWait.Pod})
+	case p.hasCurrent:
+		status.Order = &p.current
+		setBlocking(status, p.blocking())
+	default:
+		status.Order = nil
+		setBlocking(status, p.blocking())
+	}
+
 	if wait := nextRoundIn(status, now, opts.RetryInterval); wait > 0 && res.Remaining > 0 {
 		// Too soon after a refusal: no round, so that a Step called early
 		// (the Machine woken by its own status write) spends no retry.
@@ -199,12 +230,14 @@ func gracefulStep(ctx context.Context, c client.Client, status *v1alpha1.DrainSt
 	round := status.Attempts + 1
 	deleteIfRefused := outOfRetries(round, opts.MaxEvictRetries)
 	var tasks []task
-	for _, pod := range p.toEvict() {
-		tasks = append(tasks, task{pod: pod, deleteIfRefused: deleteIfRefused})
+	if !held {
+		for _, pod := range p.toEvict() {
+			tasks = append(tasks, task{pod: pod, deleteIfRefused: deleteIfRefused})
+		}
 	}
 	var volPod *corev1.Pod
 	var volIDs []string
-	if status.VolumeWait == nil {
+	if status.VolumeWait == nil && !held {
 		if pod := p.nextVolumePod(); pod != nil {
 			ids, err := podVolumeIDs(ctx, c, opts, pod)
 			if err != nil {
@@ -278,10 +311,37 @@ func newWait(pod *corev1.Pod, ids []string, attached []corev1.AttachedVolume, st
 	}
 }
 
+// maxBlocking bounds DrainStatus.BlockingPods: the status names a few, the
+// count says how many.
+const maxBlocking = 10
+
+// setBlocking records the pods the drain waits for.
+func setBlocking(status *v1alpha1.DrainStatus, keys []string) {
+	status.BlockingPodCount = int32(len(keys))
+	if len(keys) > maxBlocking {
+		keys = keys[:maxBlocking]
+	}
+	status.BlockingPods = keys
+}
+
+// namespaceLabels returns the labels of every namespace, by name, for the
+// rules' namespace selectors: one List per Step rather than a Get per pod.
+func namespaceLabels(ctx context.Context, c client.Client) (map[string]labels.Set, error) {
+	var list corev1.NamespaceList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing namespaces for the drain rules: %w", err)
+	}
+	out := make(map[string]labels.Set, len(list.Items))
+	for _, ns := range list.Items {
+		out[ns.Name] = ns.Labels
+	}
+	return out, nil
+}
+
 // terminating counts the pods that must leave whose deletion has started.
 func terminating(p plan) int {
 	n := 0
-	for _, list := range [][]*corev1.Pod{p.plain, p.volumes} {
+	for _, list := range [][]*corev1.Pod{p.plain, p.volumes, p.waits} {
 		for _, pod := range list {
 			if leaving(pod) {
 				n++

@@ -56,7 +56,7 @@ func TestFinish(t *testing.T) {
 func TestRender(t *testing.T) {
 	pg0 := pod("db", "pg-0", claim("a"))
 	pg1 := pod("db", "pg-1", claim("b"))
-	withVolumes := newPlan([]corev1.Pod{pg0, pg1})
+	withVolumes := newPlan([]corev1.Pod{pg0, pg1}, nil, nil)
 	for _, tc := range []struct {
 		name   string
 		r      report
@@ -102,7 +102,7 @@ func TestRender(t *testing.T) {
 			r:      report{terminating: 1},
 			res:    Result{Remaining: 2},
 			status: v1alpha1.DrainStatus{VolumeWait: &v1alpha1.VolumeWait{Pod: "db/pg-0"}},
-			p:      newPlan([]corev1.Pod{pod("db", "pg-0", claim("a"), deleting(30)), pg1}),
+			p:      newPlan([]corev1.Pod{pod("db", "pg-0", claim("a"), deleting(30)), pg1}, nil, nil),
 			want:   "waiting for db/pg-0 to terminate before the next pod with volumes, 1 pod terminating",
 		},
 		{
@@ -110,14 +110,14 @@ func TestRender(t *testing.T) {
 			r:      report{terminating: 1},
 			res:    Result{Remaining: 1},
 			status: v1alpha1.DrainStatus{VolumeWait: &v1alpha1.VolumeWait{Pod: "db/pg-0"}},
-			p:      newPlan([]corev1.Pod{pod("db", "pg-0", claim("a"), deleting(30))}),
+			p:      newPlan([]corev1.Pod{pod("db", "pg-0", claim("a"), deleting(30))}, nil, nil),
 			want:   "1 pod terminating",
 		},
 		{
 			name: "timed out and done",
 			r:    report{gaveUp: "gave up waiting for volume vol-1 of db/pg-0 to detach after 2m0s"},
 			res:  Result{Done: true},
-			p:    newPlan([]corev1.Pod{pod("kube-system", "agent", owned("DaemonSet", true))}),
+			p:    newPlan([]corev1.Pod{pod("kube-system", "agent", owned("DaemonSet", true))}, nil, nil),
 			want: "gave up waiting for volume vol-1 of db/pg-0 to detach after 2m0s, drained (1 DaemonSet or mirror pod stays)",
 		},
 		{

@@ -25,6 +25,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&m.CreationTimeout, "machine-creation-timeout", m.CreationTimeout, "a Machine not Running this long after creation is Failed (spec.lifecycle.creationTimeout overrides)")
 	fs.DurationVar(&m.HealthTimeout, "machine-health-timeout", m.HealthTimeout, "a Machine unhealthy this long is Failed (spec.lifecycle.healthTimeout overrides)")
 	fs.DurationVar(&m.DrainTimeout, "machine-drain-timeout", m.DrainTimeout, "a drain taking longer is forced (spec.lifecycle.drainTimeout overrides)")
+	fs.DurationVar(&m.NodeDeletionTimeout, "node-deletion-timeout", m.NodeDeletionTimeout, "once its VM is gone, a Machine whose Node cannot be deleted (target cluster unreachable) finishes deleting after this, with a Warning Event; 0 retries forever (spec.lifecycle.nodeDeletionTimeout overrides)")
 	fs.Int32Var(&m.MaxEvictRetries, "max-evict-retries", m.MaxEvictRetries, "eviction rounds a disruption budget may refuse before the pod is deleted (spec.lifecycle.maxEvictRetries overrides)")
 	fs.StringSliceVar(&m.NodeConditions, "node-conditions", m.NodeConditions, "Node conditions that make a Machine unhealthy while True, comma-separated (spec.lifecycle.nodeConditions overrides)")
 	fs.Int32Var(&m.MaxConcurrentReplacements, "max-concurrent-replacements", m.MaxConcurrentReplacements, "Failed Machines of one MachineSet or MachineDeployment replaced at once (its spec.maxConcurrentReplacements overrides)")

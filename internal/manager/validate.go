@@ -58,6 +58,7 @@ func (o *Options) Validate() error {
 	v.check(o.Machine.LongBackoffBase <= o.Machine.LongBackoffCap, "long-backoff-base",
 		"%s is longer than --long-backoff-cap %s", o.Machine.LongBackoffBase, o.Machine.LongBackoffCap)
 
+	v.check(o.Machine.NodeDeletionTimeout >= 0, "node-deletion-timeout", "must not be negative, got %s", o.Machine.NodeDeletionTimeout)
 	v.check(o.Machine.MaxEvictRetries >= 0, "max-evict-retries", "must not be negative, got %d", o.Machine.MaxEvictRetries)
 	v.check(o.Machine.MaxConcurrentReplacements >= 0, "max-concurrent-replacements", "must not be negative, got %d", o.Machine.MaxConcurrentReplacements)
 	// Up 0 would freeze every rollout at its full surge; down 0 would

@@ -77,6 +77,17 @@ kind: Machine
 spec:
   class: {name: sim-small}
 `
+	validDrainRule = `
+apiVersion: machine.millwright.dev/v1alpha1
+kind: MachineDrainRule
+spec:
+  drain: {behavior: Drain, order: 1}
+  machines:
+  - selector: {matchLabels: {pool: web}}
+  pods:
+  - selector: {matchLabels: {app: cache}}
+    namespaceSelector: {matchLabels: {tier: apps}}
+`
 	validInfraMachine = `
 apiVersion: machine.millwright.dev/v1alpha1
 kind: Machine

@@ -20,6 +20,42 @@ type invalidCase struct {
 
 func TestInvalidObjectsAreRefused(t *testing.T) {
 	cases := []invalidCase{
+		// MachineDrainRule
+		{"drain rule with an order but behavior Skip", validDrainRule,
+			func(u *unstructured.Unstructured) { set(u, "Skip", "spec", "drain", "behavior") },
+			"spec.drain.order may only be set when spec.drain.behavior is Drain"},
+		{"drain rule with an order but behavior WaitCompleted", validDrainRule,
+			func(u *unstructured.Unstructured) { set(u, "WaitCompleted", "spec", "drain", "behavior") },
+			"spec.drain.order may only be set when spec.drain.behavior is Drain"},
+		{"drain rule with an unknown behavior", validDrainRule,
+			func(u *unstructured.Unstructured) { set(u, "Evict", "spec", "drain", "behavior") },
+			"spec.drain.behavior: Unsupported value"},
+		{"drain rule without behavior", validDrainRule,
+			func(u *unstructured.Unstructured) { set(u, nil, "spec", "drain", "behavior") },
+			"spec.drain.behavior: Required value"},
+		{"drain rule order that is not a number", validDrainRule,
+			func(u *unstructured.Unstructured) { set(u, "first", "spec", "drain", "order") },
+			"spec.drain.order: Invalid value"},
+		{"drain rule pod selector with an unknown operator", validDrainRule,
+			func(u *unstructured.Unstructured) {
+				set(u, []any{map[string]any{"selector": map[string]any{"matchExpressions": []any{map[string]any{"key": "app", "operator": "Near"}}}}}, "spec", "pods")
+			},
+			"Unsupported value"},
+		{"drain rule namespace selector with an invalid label key", validDrainRule,
+			func(u *unstructured.Unstructured) {
+				set(u, []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"bad key!": "x"}}}}, "spec", "pods")
+			},
+			"matchLabels keys must be valid label keys"},
+		{"drain rule with too many pod selectors", validDrainRule,
+			func(u *unstructured.Unstructured) {
+				sel := map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "x"}}}
+				set(u, []any{sel, sel, sel, sel, sel}, "spec", "pods")
+			},
+			"spec.pods: Too many"},
+		{"negative node deletion timeout", validMachine,
+			func(u *unstructured.Unstructured) { set(u, "-1m", "spec", "lifecycle", "nodeDeletionTimeout") },
+			"spec.lifecycle.nodeDeletionTimeout must be a duration of zero or more"},
+
 		// Machine
 		{"machine without class or infrastructureRef", validMachine,
 			func(u *unstructured.Unstructured) { set(u, nil, "spec", "class") },

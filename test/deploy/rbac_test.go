@@ -77,6 +77,9 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", "", "nodes", "get;list;watch;patch;delete"),
 	grants("ClusterRole millwright-manager", "", "pods", "list;delete"),
 	grants("ClusterRole millwright-manager", "", "pods/eviction", "create"),
+	// The drain's rules, and the target's namespaces for their namespace selectors.
+	grants("ClusterRole millwright-manager", mwGroup, "machinedrainrules", "get;list;watch"),
+	grants("ClusterRole millwright-manager", "", "namespaces", "list"),
 	// A forced drain releases the Node's volumes (internal/drain).
 	grants("ClusterRole millwright-manager", "storage.k8s.io", "volumeattachments", "get;list;watch;delete"),
 	grants("ClusterRole millwright-manager", "events.k8s.io", "events", "create;patch"),

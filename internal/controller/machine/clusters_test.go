@@ -29,6 +29,49 @@ import (
 // Nodes in another: the Node registers in the target, is synced and
 // deleted there, and nothing leaks into the control cluster.
 func TestSeparateControlAndTargetClusters(t *testing.T) {
+	const ns = "split-clusters"
+	target, h := splitClusters(t, ns, testConfig())
+	ctx := t.Context()
+	class := &v1alpha1.MachineClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
+		Spec:       v1alpha1.MachineClassSpec{Provider: "sim", ProviderSpec: runtime.RawExtension{Raw: []byte(simSpec)}},
+	}
+	m := &v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: "split-m", Namespace: ns},
+		Spec: v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: "c"},
+			NodeTemplate: v1alpha1.NodeTemplateSpec{Metadata: v1alpha1.ObjectMeta{Labels: map[string]string{"role": "split"}}}},
+	}
+	for _, obj := range []client.Object{class, m} {
+		if err := controllertest.Env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := h.WaitPhase("split-m", v1alpha1.PhaseRunning, 30*time.Second)
+	node := &corev1.Node{}
+	if err := target.Client.Get(ctx, client.ObjectKey{Name: running.Status.NodeRef.Name}, node); err != nil {
+		t.Fatalf("the Node is not in the target cluster: %v", err)
+	}
+	if node.Labels["role"] != "split" {
+		t.Errorf("the target Node was not synced: labels %v", node.Labels)
+	}
+	if err := controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Node appeared in the control cluster (err %v)", err)
+	}
+
+	if err := controllertest.Env.Client.Delete(ctx, running); err != nil {
+		t.Fatal(err)
+	}
+	h.WaitGone("split-m")
+	if err := target.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the target Node survived its Machine (err %v)", err)
+	}
+}
+
+// splitClusters starts a target cluster (its own API server, where the sim
+// registers Nodes) and a manager for the control cluster's namespace ns
+// whose machine controller reaches Nodes and pods in the target.
+func splitClusters(t *testing.T, ns string, cfg machine.Config) (*testenv.Env, *controllertest.Harness) {
+	t.Helper()
 	target, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +86,6 @@ func TestSeparateControlAndTargetClusters(t *testing.T) {
 	}
 	go func() { _ = s.Start(ctx) }()
 
-	const ns = "split-clusters"
 	if err := controllertest.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,46 +108,12 @@ func TestSeparateControlAndTargetClusters(t *testing.T) {
 	r := &machine.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Target: targetCluster.GetClient(), TargetAPI: target.Client,
-		Drivers: map[string]driver.Driver{"sim": s}, Config: testConfig(),
+		Drivers: map[string]driver.Driver{"sim": s}, Config: cfg,
 		Recorder: mgr.GetEventRecorder("machine-controller"),
 	}
 	if err := r.SetupWithManager(ctx, mgr, targetCluster, 2); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()
-
-	class := &v1alpha1.MachineClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns},
-		Spec:       v1alpha1.MachineClassSpec{Provider: "sim", ProviderSpec: runtime.RawExtension{Raw: []byte(simSpec)}},
-	}
-	m := &v1alpha1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: "split-m", Namespace: ns},
-		Spec: v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: "c"},
-			NodeTemplate: v1alpha1.NodeTemplateSpec{Metadata: v1alpha1.ObjectMeta{Labels: map[string]string{"role": "split"}}}},
-	}
-	for _, obj := range []client.Object{class, m} {
-		if err := controllertest.Env.Client.Create(ctx, obj); err != nil {
-			t.Fatal(err)
-		}
-	}
-	h := &controllertest.Harness{T: t, NS: ns}
-	running := h.WaitPhase("split-m", v1alpha1.PhaseRunning, 30*time.Second)
-	node := &corev1.Node{}
-	if err := target.Client.Get(ctx, client.ObjectKey{Name: running.Status.NodeRef.Name}, node); err != nil {
-		t.Fatalf("the Node is not in the target cluster: %v", err)
-	}
-	if node.Labels["role"] != "split" {
-		t.Errorf("the target Node was not synced: labels %v", node.Labels)
-	}
-	if err := controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
-		t.Errorf("a Node appeared in the control cluster (err %v)", err)
-	}
-
-	if err := controllertest.Env.Client.Delete(ctx, running); err != nil {
-		t.Fatal(err)
-	}
-	h.WaitGone("split-m")
-	if err := target.Client.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the target Node survived its Machine (err %v)", err)
-	}
+	return target, &controllertest.Harness{T: t, NS: ns, Sim: s}
 }

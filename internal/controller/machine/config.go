@@ -8,7 +8,7 @@ import (
 )
 
 // Config holds the manager-wide lifecycle defaults (the manager's flags).
-// A Machine's spec.lifecycle overrides the first five.
+// A Machine's spec.lifecycle overrides the first six.
 type Config struct {
 	// CreationTimeout bounds creation → Running; then the Machine is Failed.
 	CreationTimeout time.Duration
@@ -20,6 +20,9 @@ type Config struct {
 	MaxEvictRetries int32
 	// NodeConditions make a Machine unhealthy while True.
 	NodeConditions []string
+	// NodeDeletionTimeout bounds the retries of the Node's deletion once
+	// the VM is gone; then the Machine goes without it. 0: retry forever.
+	NodeDeletionTimeout time.Duration
 
 	// MaxConcurrentReplacements is how many Machines of one MachineDeployment
 	// (or MachineSet) may be Failed and awaiting replacement at once.
@@ -54,6 +57,7 @@ func DefaultConfig() Config {
 		DrainTimeout:               2 * time.Hour,
 		MaxEvictRetries:            10,
 		NodeConditions:             []string{"KernelDeadlock", "ReadonlyFilesystem", "DiskPressure", "NetworkUnavailable"},
+		NodeDeletionTimeout:        10 * time.Minute,
 		MaxConcurrentReplacements:  1,
 		BackoffBase:                5 * time.Second,
 		BackoffCap:                 5 * time.Minute,
@@ -73,6 +77,7 @@ type lifecycle struct {
 	creationTimeout, healthTimeout, drainTimeout time.Duration
 	maxEvictRetries                              int32
 	nodeConditions                               []string
+	nodeDeletionTimeout                          time.Duration
 }
 
 func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
@@ -82,6 +87,8 @@ func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
 		drainTimeout:    c.DrainTimeout,
 		maxEvictRetries: c.MaxEvictRetries,
 		nodeConditions:  c.NodeConditions,
+
+		nodeDeletionTimeout: c.NodeDeletionTimeout,
 	}
 	o := m.Spec.Lifecycle
 	if o.CreationTimeout != nil {
@@ -98,6 +105,9 @@ func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
 	}
 	if o.NodeConditions != nil {
 		l.nodeConditions = o.NodeConditions
+	}
+	if o.NodeDeletionTimeout != nil {
+		l.nodeDeletionTimeout = o.NodeDeletionTimeout.Duration
 	}
 	return l
 }

@@ -86,10 +86,7 @@ func (r *Reconciler) deletionStep(ctx context.Context, s *scope, step v1alpha1.D
 	case v1alpha1.StepPreDrainHooks:
 		return r.waitForHooks(s, v1alpha1.PreDrainHookAnnotationPrefix, "pre-drain"), reconcile.Result{}, nil
 	case v1alpha1.StepCordon:
-		if s.node == nil {
-			return true, reconcile.Result{}, nil
-		}
-		return true, reconcile.Result{}, drain.Cordon(ctx, r.TargetAPI, s.node.Name)
+		return r.cordon(ctx, s)
 	case v1alpha1.StepDrain:
 		return r.drainStep(ctx, s)
 	case v1alpha1.StepPreTerminateHooks:
@@ -118,6 +115,29 @@ func (r *Reconciler) waitForHooks(s *scope, prefix, what string) bool {
 	return false
 }
 
+// cordon marks the Node unschedulable. While the target cluster cannot be
+// reached it retries until the drain timeout, counted from the step's
+// start, and then goes on to the drain, which has the same bound (see
+// drainStep): a cluster that is gone must not hold the Machine forever.
+func (r *Reconciler) cordon(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
+	if s.node == nil {
+		return true, reconcile.Result{}, nil
+	}
+	err := drain.Cordon(ctx, r.TargetAPI, s.node.Name)
+	if err == nil || !targetUnreachable(err) {
+		return err == nil, reconcile.Result{}, err
+	}
+	deadline := s.machine.Status.Deletion.StepStartTime.Add(s.life.drainTimeout)
+	if s.now.Before(deadline) {
+		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "cordoning Node "+s.node.Name+": "+err.Error())
+		wait := backoff(s.machine.Status.LastOperation.FailureCount, r.Config.BackoffBase, r.Config.BackoffCap)
+		return false, reconcile.Result{RequeueAfter: min(wait, until(s.now, deadline))}, nil
+	}
+	s.event(corev1.EventTypeWarning, "CordonSkipped", fmt.Sprintf(
+		"could not cordon Node %s within the drain timeout of %s, its cluster cannot be reached: %v", s.node.Name, s.life.drainTimeout, err))
+	return true, reconcile.Result{}, nil
+}
+
 func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
 	d := s.machine.Status.Deletion
 	if s.node == nil {
@@ -133,6 +153,11 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 			s.event(corev1.EventTypeWarning, "ForceDrain", "draining Node "+s.node.Name+" by force: "+d.ForceReason)
 		}
 	}
+	rules, err := r.drainRules(ctx, s.machine)
+	if err != nil {
+		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "draining Node "+s.node.Name+": "+err.Error())
+		return false, reconcile.Result{RequeueAfter: r.Config.BackoffBase}, nil
+	}
 	var volumeIDs func(context.Context, []*corev1.PersistentVolumeSpec) ([]string, error)
 	if infra, err := r.infrastructureFor(ctx, s); err == nil && infra != nil {
 		volumeIDs = infra.volumeIDs
@@ -144,11 +169,24 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		VolumeDetachTimeout: r.Config.VolumeDetachTimeout,
 		RetryInterval:       r.Config.EvictionRetryInterval,
 		VolumeIDs:           volumeIDs,
+		Rules:               rules,
 		Now:                 func() time.Time { return s.now },
 	})
+	if err != nil && d.ForceReason != "" && targetUnreachable(err) {
+		// Forced, and the Node's cluster cannot be reached to delete its
+		// pods: they go with the VM, as a forced drain's would.
+		msg := fmt.Sprintf("skipped the forced drain of Node %s, its cluster cannot be reached: %v", s.node.Name, err)
+		s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionFalse, "TargetUnreachable", msg)
+		s.event(corev1.EventTypeWarning, "DrainSkipped", msg)
+		return true, reconcile.Result{}, nil
+	}
 	if err != nil {
 		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "draining Node "+s.node.Name+": "+err.Error())
-		return false, reconcile.Result{RequeueAfter: r.Config.BackoffBase}, nil
+		requeue := r.Config.BackoffBase
+		if d.ForceReason == "" {
+			requeue = min(requeue, until(s.now, d.StepStartTime.Add(s.life.drainTimeout)))
+		}
+		return false, reconcile.Result{RequeueAfter: requeue}, nil
 	}
 	if !result.Done {
 		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationProcessing, "", "draining Node "+s.node.Name+": "+result.Message)
@@ -164,6 +202,16 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 	s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionTrue, "Drained", "drained Node "+s.node.Name)
 	observeDrain(s.now.Sub(d.StepStartTime.Time))
 	return true, reconcile.Result{}, nil
+}
+
+// drainRules returns the MachineDrainRules of the Machine's namespace that
+// select it, in the order the drain applies them (docs/drain.md).
+func (r *Reconciler) drainRules(ctx context.Context, m *v1alpha1.Machine) ([]drain.Rule, error) {
+	var list v1alpha1.MachineDrainRuleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineDrainRules: %w", err)
+	}
+	return drain.RulesFor(list.Items, m.Labels)
 }
 
 // forceReason says why the drain must be forced, or "" for a graceful one.
@@ -210,26 +258,51 @@ func (r *Reconciler) deleteInfrastructure(ctx context.Context, s *scope) (bool, 
 	return true, res, nil
 }
 
+// deleteNode deletes the Node, the last step: the VM is gone. When the
+// target cluster cannot be reached, it retries until the node deletion
+// timeout (measured from the step's start) and then lets the Machine go
+// without it, with a Warning Event: the Node object is all that is left,
+// and a Machine must not hang forever on a cluster that is gone.
 func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
 	if s.node == nil {
 		return true, reconcile.Result{}, nil
 	}
+	err := r.deleteNodeObjects(ctx, s)
+	if err == nil {
+		// Part of the reconcile's one summary Event (see emitSucceeded), with
+		// the drain and the VM delete when they finished in it too.
+		s.succeeded.reason = "NodeDeleted"
+		s.succeeded.descriptions = append(s.succeeded.descriptions, "deleted Node "+s.node.Name)
+		return true, reconcile.Result{}, nil
+	}
+	timeout := s.life.nodeDeletionTimeout
+	if timeout <= 0 {
+		return false, reconcile.Result{}, err
+	}
+	deadline := s.machine.Status.Deletion.StepStartTime.Add(timeout)
+	if s.now.Before(deadline) {
+		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationFailed, "",
+			fmt.Sprintf("deleting Node %s: %v (the Machine goes without it after the node deletion timeout of %s)", s.node.Name, err, timeout))
+		wait := backoff(s.machine.Status.LastOperation.FailureCount, r.Config.BackoffBase, r.Config.BackoffCap)
+		return false, reconcile.Result{RequeueAfter: min(wait, until(s.now, deadline))}, nil
+	}
+	s.event(corev1.EventTypeWarning, "NodeDeletionTimedOut", fmt.Sprintf(
+		"gave up deleting Node %s after the node deletion timeout of %s; its VM is gone, delete the Node by hand if its cluster comes back: %v",
+		s.node.Name, timeout, err))
+	return true, reconcile.Result{}, nil
+}
+
+// deleteNodeObjects deletes the Node and releases its VolumeAttachments.
+func (r *Reconciler) deleteNodeObjects(ctx context.Context, s *scope) error {
 	// The VM is gone: nothing can write to the Node's volumes any more.
 	released, err := drain.ReleaseVolumeAttachments(ctx, r.TargetAPI, s.node.Name)
 	if released > 0 {
 		s.event(corev1.EventTypeNormal, "VolumesReleased", fmt.Sprintf("deleted %d VolumeAttachment(s) of Node %s, whose VM is gone", released, s.node.Name))
 	}
 	if err != nil {
-		return false, reconcile.Result{}, err
+		return err
 	}
-	if err := r.Target.Delete(ctx, s.node); client.IgnoreNotFound(err) != nil {
-		return false, reconcile.Result{}, err
-	}
-	// Part of the reconcile's one summary Event (see emitSucceeded), with
-	// the drain and the VM delete when they finished in it too.
-	s.succeeded.reason = "NodeDeleted"
-	s.succeeded.descriptions = append(s.succeeded.descriptions, "deleted Node "+s.node.Name)
-	return true, reconcile.Result{}, nil
+	return client.IgnoreNotFound(r.Target.Delete(ctx, s.node))
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (reconcile.Result, error) {

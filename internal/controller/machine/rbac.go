@@ -39,6 +39,12 @@ package machine
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get
 //
+// The drain reads the MachineDrainRules of the Machine's namespace (cache)
+// and, when a rule selects pods by namespace labels, lists the target
+// cluster's namespaces without a cache.
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedrainrules,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
+//
 // Events on Machines (events.k8s.io/v1: created, then patched as a series).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //
