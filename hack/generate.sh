@@ -66,3 +66,6 @@ if [[ -n "$out" ]]; then grafana_out="$out/grafana" metrics_out="$out/metrics"; 
 mkdir -p "$grafana_out" "$metrics_out"
 go run ./hack/metricsdoc -out "$metrics_out/metrics.md"
 go run ./hack/dashboardgen -out "$grafana_out/millwright.json"
+# The chart's copy, which its ConfigMap (metrics.grafanaDashboard) holds.
+mkdir -p "$chart_out/dashboards"
+cp "$grafana_out/millwright.json" "$chart_out/dashboards/millwright.json"

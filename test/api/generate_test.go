@@ -51,4 +51,5 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compare(filepath.Join(out, "flags"), filepath.Join(env.Root, "docs", "flags"))
 	compare(filepath.Join(out, "metrics"), filepath.Join(env.Root, "docs"))
 	compare(filepath.Join(out, "grafana"), filepath.Join(env.Root, "config", "grafana"))
+	compare(filepath.Join(out, "chart", "dashboards"), filepath.Join(env.Root, "charts", "millwright", "dashboards"))
 }
