@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -28,9 +30,14 @@ import (
 func TestDashboardQueriesReturnData(t *testing.T) {
 	ns := namespace(t, "dashboard")
 	_, endpoint, simAdmin := startSimAdmin(t, t.TempDir())
-	mgr := startManager(t, "millwright-manager", ns, endpoint)
+	// Orphan passes every second, so that one found orphan is collected
+	// (seen on two passes) within the scenario.
+	mgr := startManager(t, "millwright-manager", ns, endpoint, "--machine-safety-orphan-vms-period", "1s")
 	prom := startPrometheus(t, mgr.metrics)
 	began := time.Now()
+	// Two scrapes before anything happens: rate() counts an increase
+	// only from a sample the counter already had.
+	prom.waitSeen(t, began, "count_over_time(up[1h]) >= 2")
 
 	createClass(t, ns)
 	md := &v1alpha1.MachineDeployment{
@@ -39,7 +46,7 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 			Replicas: 2,
 			Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": "web"}},
 			Template: v1alpha1.MachineTemplateSpec{
-				Metadata: v1alpha1.ObjectMeta{Labels: map[string]string{"pool": "web", "rev": "1"}},
+				Metadata: v1alpha1.ObjectMeta{Labels: map[string]string{"pool": "web"}},
 				Spec:     v1alpha1.MachineSpec{Class: &v1alpha1.MachineClassReference{Name: "sim"}},
 			},
 		},
@@ -47,20 +54,31 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	create(t, md)
 	waitRolledOut(t, md, 2)
 
-	// A driver outage while scaling up: the creates fail with Unavailable
-	// (the driver-errors panel), then succeed once it is over.
-	setOutage(t, simAdmin, true)
-	patchDeployment(t, md, func(d *v1alpha1.MachineDeployment) { d.Spec.Replicas = 3 })
-	testenv.Eventually(t, 60*time.Second, "a driver call to fail with Unavailable", func() (bool, error) {
+	// A VM no Machine owns: the safety controller finds and deletes it.
+	simPost(t, simAdmin, "/orphans", fmt.Sprintf(`{"namespace":%q,"className":"sim"}`, ns))
+	testenv.Eventually(t, 60*time.Second, "the orphan VM to be collected", func() (bool, error) {
 		body, err := mgr.scrape()
-		_, ok := metric(body, "millwright_driver_call_duration_seconds_count", label("code", "Unavailable"))
-		return ok, err
+		v, _ := metric(body, "millwright_orphan_vms_collected_total", label("provider", "sim"))
+		return v >= 1, err
 	})
-	setOutage(t, simAdmin, false)
+
+	// A driver outage while scaling up: the create fails with Unavailable
+	// (the driver-errors panel) and the new Machine waits, not Running,
+	// until the outage is over; it lasts until Prometheus has seen that.
+	simPost(t, simAdmin, "/outage?on=true", "")
+	patchDeployment(t, md, func(d *v1alpha1.MachineDeployment) { d.Spec.Replicas = 3 })
+	prom.waitSeen(t, began, fmt.Sprintf(`millwright_machines{namespace=%q, phase!="Running"}`, ns))
+	prom.waitSeen(t, began, `millwright_driver_call_duration_seconds_count{code="Unavailable"}`)
+	simPost(t, simAdmin, "/outage?on=false", "")
 	waitRolledOut(t, md, 3)
 
-	// A new template: every Machine is replaced, each old one drained.
-	patchDeployment(t, md, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Metadata.Labels["rev"] = "2" })
+	// A new class in the template: every Machine is replaced, each old
+	// one drained (a change of labels only would be applied in place).
+	create(t, &v1alpha1.MachineClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "sim-b", Namespace: ns},
+		Spec:       v1alpha1.MachineClassSpec{Provider: "sim", ProviderSpec: runtime.RawExtension{Raw: []byte(simSpec)}},
+	})
+	patchDeployment(t, md, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "sim-b" })
 	waitRolledOut(t, md, 3)
 
 	panels := dashboardQueries(t)
@@ -226,15 +244,16 @@ func patchDeployment(t *testing.T, md *v1alpha1.MachineDeployment, change func(*
 	})
 }
 
-// setOutage switches the sim cloud's outage on or off.
-func setOutage(t *testing.T, admin string, on bool) {
+// simPost posts body (JSON, or nothing) to the sim's admin API.
+func simPost(t *testing.T, admin, path, body string) {
 	t.Helper()
-	resp, err := http.Post(fmt.Sprintf("http://%s/outage?on=%t", admin, on), "", nil)
+	resp, err := http.Post("http://"+admin+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /outage?on=%t: %s", on, resp.Status)
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST %s: %s %s", path, resp.Status, b)
 	}
 }

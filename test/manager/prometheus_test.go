@@ -136,3 +136,13 @@ func (s *prometheusServer) labelValues(label, metric string) ([]string, error) {
 	}
 	return r.Data, nil
 }
+
+// waitSeen waits until expr has returned data since start: Prometheus has
+// scraped what the scenario just did.
+func (s *prometheusServer) waitSeen(t *testing.T, start time.Time, expr string) {
+	t.Helper()
+	testenv.Eventually(t, 60*time.Second, "Prometheus to see "+expr, func() (bool, error) {
+		n, err := s.points(expr, start)
+		return n > 0, err
+	})
+}
