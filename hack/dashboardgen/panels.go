@@ -35,7 +35,7 @@ func rows() []row {
 		{"Fleet", []panel{
 			{title: "Machines", stat: true, width: 4, description: "Machines in the selected namespaces.",
 				queries: []query{{`sum(millwright_machines{` + ns + `})`, ""}}},
-			{title: "Machines not Running", stat: true, width: 4, description: "Machines in any phase but Running: Pending, Creating, Unknown, Failed, Terminating.",
+			{title: "Machines not Running", stat: true, width: 4, description: "Machines in any phase but Running: Pending, Provisioning, CrashLoopBackOff, Provisioned, Unknown, Failed, Terminating (docs/machine-phases.md).",
 				queries: []query{{`sum(millwright_machines{` + ns + `, phase!="Running"})`, ""}}},
 			{title: "Machines by phase", width: 8,
 				queries: []query{{`sum by (phase) (millwright_machines{` + ns + `})`, "{{phase}}"}}},

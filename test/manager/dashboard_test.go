@@ -100,6 +100,13 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 		return true, nil
 	})
 	t.Logf("%d dashboard queries returned data", len(panels))
+	// The alerts docs/operations.md recommends are valid PromQL on the
+	// same Prometheus (they need not fire).
+	for _, expr := range documentedAlerts(t) {
+		if _, err := prom.points(expr, began); err != nil {
+			t.Errorf("docs/operations.md: %v", err)
+		}
+	}
 	for _, v := range dashboardVariables(t) {
 		values, err := prom.labelValues(v.label, v.metric)
 		if err != nil {
@@ -132,6 +139,34 @@ func dashboardJSON(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// alertRow is a row of the alerts table of docs/operations.md: the
+// expression is its second column's code span.
+var alertRow = regexp.MustCompile("^\\| [^|]+ \\| `((?:[^`])+)`")
+
+// documentedAlerts reads the alert expressions of docs/operations.md.
+func documentedAlerts(t *testing.T) []string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, alerts, _ := strings.Cut(string(b), "## Alerts worth setting")
+	var out []string
+	for _, l := range strings.Split(alerts, "\n") {
+		if m := alertRow.FindStringSubmatch(l); m != nil {
+			out = append(out, strings.ReplaceAll(m[1], `\|`, "|")) // a | escaped for the table
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/operations.md lists no alert")
+	}
+	return out
 }
 
 // dashboardVariable is a query variable of the dashboard:
