@@ -174,6 +174,7 @@ registers: edit their Help in the code and run ` + "`make generate`" + `. -->
 
 millwright-manager serves Prometheus metrics on ` + "`--metrics-bind-address`" + `
 ([flags](flags/millwright-manager.txt)), at ` + "`/metrics`" + `.
+[operations.md](operations.md) says what to watch and alert on.
 
 ## Dashboard
 
