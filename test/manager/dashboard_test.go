@@ -102,11 +102,13 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	t.Logf("%d dashboard queries returned data", len(panels))
 	// The alerts docs/operations.md recommends are valid PromQL on the
 	// same Prometheus (they need not fire).
-	for _, expr := range documentedAlerts(t) {
+	alerts := documentedAlerts(t)
+	for _, expr := range alerts {
 		if _, err := prom.points(expr, began); err != nil {
 			t.Errorf("docs/operations.md: %v", err)
 		}
 	}
+	t.Logf("%d alerts of docs/operations.md are valid PromQL", len(alerts))
 	for _, v := range dashboardVariables(t) {
 		values, err := prom.labelValues(v.label, v.metric)
 		if err != nil {
