@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates everything derived from sources: deepcopy code, CRDs and RBAC
-# roles from the Go markers (and the Helm chart's copies of them), and the
-# driver plugin protocol's Go code from its .proto.
+# roles from the Go markers (and the Helm chart's copies of them), the
+# driver plugin protocol's Go code from its .proto, the metrics reference
+# (docs/metrics.md) and the Grafana dashboard (config/grafana/).
 # With OUT_DIR, writes the results there instead of into the tree, so a test
 # can compare them with what is committed and fail when the tree is stale.
 # Usage: hack/generate.sh [OUT_DIR]
@@ -57,3 +58,14 @@ mkdir -p "$flags_out"
 for cmd in millwright-manager millwright-sim millwright-libvirt; do
   go run "./cmd/$cmd" --help >"$flags_out/$cmd.txt"
 done
+
+# The metrics reference, from the collectors the manager registers, and
+# the Grafana dashboard, from hack/dashboardgen's panels.
+grafana_out="config/grafana" metrics_out="docs"
+if [[ -n "$out" ]]; then grafana_out="$out/grafana" metrics_out="$out/metrics"; fi
+mkdir -p "$grafana_out" "$metrics_out"
+go run ./hack/metricsdoc -out "$metrics_out/metrics.md"
+go run ./hack/dashboardgen -out "$grafana_out/millwright.json"
+# The chart's copy, which its ConfigMap (metrics.grafanaDashboard) holds.
+mkdir -p "$chart_out/dashboards"
+cp "$grafana_out/millwright.json" "$chart_out/dashboards/millwright.json"

@@ -17,6 +17,7 @@ cd "$here"
 # go.mod for why); protover reads their pins from there.
 modver() { go list -m -f '{{.Version}}' "$1"; }
 protover() { (cd proto && modver "$1"); }
+promver() { (cd prometheus && modver "$1"); }
 kube_version="$(modver k8s.io/kubernetes)"
 kwok_version="$(modver sigs.k8s.io/kwok)"
 etcd_version="$(modver go.etcd.io/etcd/server/v3)"
@@ -61,6 +62,14 @@ build kubectl k8s.io/kubernetes/cmd/kubectl "$kube_version" "$kube_ldflags"
 MODULE="$here/proto" build buf github.com/bufbuild/buf/cmd/buf "$(protover github.com/bufbuild/buf)"
 MODULE="$here/proto" build protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$(protover google.golang.org/protobuf)"
 MODULE="$here/proto" build protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$(protover google.golang.org/grpc/cmd/protoc-gen-go-grpc)"
+# The Prometheus server the dashboard test scrapes the manager with; its
+# module is tagged v0.3XX.Y for Prometheus 3.XX.Y, the version it reports.
+# Built without the web UI's assets (the builtinassets tag): the test uses
+# only the HTTP API.
+prom_version="$(promver github.com/prometheus/prometheus)"
+prom_release="3.$(echo "$prom_version" | cut -d. -f2 | sed 's/^3//').$(echo "$prom_version" | cut -d. -f3)"
+MODULE="$here/prometheus" build prometheus github.com/prometheus/prometheus/cmd/prometheus "$prom_version" \
+  "-X github.com/prometheus/common/version.Version=$prom_release -X github.com/prometheus/common/version.Branch=HEAD -X github.com/prometheus/common/version.BuildDate=$build_date"
 
 # The kernel and initramfs Millwright VMs boot (bin/vm/), with its own
 # stamps: see vm.sh.

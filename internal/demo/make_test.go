@@ -13,7 +13,8 @@ import (
 // TestMakeDemoBuildsOnlyWhatItRuns reads what `make demo` would do: it
 // builds the binaries a local cluster runs, and kubectl for the commands
 // the demo prints, and none of the generators or linters (buf, the protoc
-// plugins, controller-gen, staticcheck) a first-time user does not need.
+// plugins, controller-gen, staticcheck, the tests' Prometheus) a first-time
+// user does not need.
 func TestMakeDemoBuildsOnlyWhatItRuns(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {
@@ -41,7 +42,7 @@ func TestMakeDemoBuildsOnlyWhatItRuns(t *testing.T) {
 			t.Errorf("make demo does not build %s, which the demo runs; it builds %v", need, built)
 		}
 	}
-	for _, extra := range []string{"buf", "protoc-gen-go", "protoc-gen-go-grpc", "controller-gen", "staticcheck"} {
+	for _, extra := range []string{"buf", "protoc-gen-go", "protoc-gen-go-grpc", "controller-gen", "staticcheck", "prometheus"} {
 		if slices.Contains(built, extra) {
 			t.Errorf("make demo builds %s, which the demo does not run", extra)
 		}

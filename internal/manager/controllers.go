@@ -57,6 +57,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := md.SetupWithManager(ctx, mgr, o.Workers.MachineDeployment); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
+	if err := machinedeployment.RegisterMetrics(mgr.GetClient()); err != nil {
+		return fmt.Errorf("machinedeployment metrics: %w", err)
+	}
 	if err := sc.SetupWithManager(ctx, mgr, target); err != nil {
 		return fmt.Errorf("safety controller: %w", err)
 	}

@@ -10,7 +10,8 @@ import (
 
 // TestGeneratedFilesAreCurrent regenerates deepcopy code, CRDs, the RBAC
 // roles (and the Helm chart's copies of both) and the driver protocol's Go
-// code into a temporary directory and fails when the committed files
+// code, the flags and metrics references and the Grafana dashboard into a
+// temporary directory and fails when the committed files
 // differ: someone changed the API, an RBAC marker or driver.proto without
 // running `make generate`.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
@@ -48,4 +49,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	compare(filepath.Join(out, "chart", "templates"), filepath.Join(env.Root, "charts", "millwright", "templates"))
 	compare(filepath.Join(out, "proto", "v1"), filepath.Join(env.Root, "api", "driver", "v1"))
 	compare(filepath.Join(out, "flags"), filepath.Join(env.Root, "docs", "flags"))
+	compare(filepath.Join(out, "metrics"), filepath.Join(env.Root, "docs"))
+	compare(filepath.Join(out, "grafana"), filepath.Join(env.Root, "config", "grafana"))
+	compare(filepath.Join(out, "chart", "dashboards"), filepath.Join(env.Root, "charts", "millwright", "dashboards"))
 }

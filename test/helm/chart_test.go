@@ -32,7 +32,10 @@ var combinations = []combination{
 		"driver": map[string]any{"mode": "deployment"},
 	}},
 	{name: "servicemonitor", values: map[string]any{
-		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+		"metrics": map[string]any{
+			"serviceMonitor":   map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+			"grafanaDashboard": map[string]any{"enabled": true},
+		},
 		"manager": map[string]any{"watchNamespace": "machines", "tokenBootstrapProvider": true},
 	}},
 	{name: "no-driver", values: map[string]any{

@@ -34,6 +34,13 @@ func namespace(t *testing.T, prefix string) string {
 // and returns it with its endpoint once its admin API answers.
 func startSim(t *testing.T, dir string) (*proc, string) {
 	t.Helper()
+	p, endpoint, _ := startSimAdmin(t, dir)
+	return p, endpoint
+}
+
+// startSimAdmin is startSim that also returns the admin API's address.
+func startSimAdmin(t *testing.T, dir string) (*proc, string, string) {
+	t.Helper()
 	endpoint := "unix://" + filepath.Join(dir, "sim.sock")
 	admin := testenv.FreeAddr(t)
 	p := start(t, "millwright-sim", simBin,
@@ -46,7 +53,7 @@ func startSim(t *testing.T, dir string) (*proc, string) {
 		code, _, err := testenv.HTTPGet("http://" + admin + "/vms")
 		return code == 200, err
 	})
-	return p, endpoint
+	return p, endpoint, admin
 }
 
 // managerProc is a running millwright-manager and where its probes are.

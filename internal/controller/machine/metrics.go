@@ -29,11 +29,18 @@ var (
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 	})
 	machinesDesc = prometheus.NewDesc("millwright_machines",
-		"Machines by namespace and phase (Unknown and Failed included).", []string{"namespace", "phase"}, nil)
+		"Machines by namespace, phase (Unknown and Failed included) and MachineDeployment (empty for a Machine of none).",
+		[]string{"namespace", "phase", "deployment"}, nil)
 )
 
 func init() {
 	metrics.Registry.MustRegister(driverCallSeconds, createToRunningSeconds, drainSeconds)
+}
+
+// Collectors returns this package's collectors, the phase gauge's with
+// reader, for the metrics reference (hack/metricsdoc) to describe.
+func Collectors(reader client.Reader) []prometheus.Collector {
+	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, phaseCollector{reader: reader}}
 }
 
 func observeDriverCall(provider string, method driver.Method, code driver.Code, d time.Duration) {
@@ -66,12 +73,13 @@ func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // counted only: no copies
 		return
 	}
-	type key struct{ ns, phase string }
+	type key struct{ ns, phase, deployment string }
 	counts := map[key]int{}
 	for i := range list.Items {
-		counts[key{list.Items[i].Namespace, string(list.Items[i].Status.Phase)}]++
+		m := &list.Items[i]
+		counts[key{m.Namespace, string(m.Status.Phase), m.Labels[v1alpha1.MachineDeploymentNameLabel]}]++
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase)
+		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase, k.deployment)
 	}
 }

@@ -192,6 +192,7 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 		return m
 	})
 	orphansFound.WithLabelValues(class.Spec.Provider).Add(float64(len(found)))
+	orphansCollected.WithLabelValues(class.Spec.Provider) // a 0 from the first pass on, for rate() and the dashboard
 	confirmed, fresh := c.seen.advance(key, found, time.Now())
 	for _, o := range found {
 		lg.V(1).Info("suspected orphan VM", "providerID", o.ProviderID, "machine", o.MachineName, "why", o.Why)

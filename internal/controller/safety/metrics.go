@@ -24,6 +24,12 @@ var (
 	})
 )
 
+// Collectors returns this package's collectors, for the metrics reference
+// (hack/metricsdoc) to describe.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{orphansFound, orphansCollected, frozenGauge, unmanagedNodes}
+}
+
 func init() {
 	metrics.Registry.MustRegister(orphansFound, orphansCollected, frozenGauge, unmanagedNodes)
 }
