@@ -42,7 +42,7 @@ vm-tools: ## Install QEMU and libvirt when missing, and build the VMs' kernel an
 # pin changed, so this costs nothing once they are built.
 GENERATORS := controller-gen buf protoc-gen-go protoc-gen-go-grpc
 
-generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, and the driver protocol's Go code from its .proto.
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, the driver protocol's Go code from its .proto, the flags reference and the phase diagram.
 	@bash hack/tools/build.sh $(GENERATORS)
 	bash hack/generate.sh
 

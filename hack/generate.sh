@@ -57,3 +57,9 @@ mkdir -p "$flags_out"
 for cmd in millwright-manager millwright-sim millwright-libvirt; do
   go run "./cmd/$cmd" --help >"$flags_out/$cmd.txt"
 done
+
+# The Machine phase diagram, drawn from the machine controller's own
+# transition table (machine.PhaseTransitions).
+images_out="docs/images"
+[[ -n "$out" ]] && images_out="$out/images"
+go run ./hack/phasediagram -o "$images_out/machine-phases.svg"

@@ -29,3 +29,7 @@ func (r *Reconciler) CreateStarted(uid types.UID) bool {
 	_, ok := r.creates.calls[uid]
 	return ok
 }
+
+// OnOffTablePhaseChange sets what a phase change missing from
+// PhaseTransitions calls.
+func OnOffTablePhaseChange(f func(from, to v1alpha1.MachinePhase)) { offTablePhaseChange = f }
