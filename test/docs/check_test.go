@@ -21,6 +21,46 @@ type checker struct {
 
 	mu   sync.Mutex
 	help map[string]helpResult // by the command line run
+
+	flagsOnce sync.Once
+	flags     map[string]bool
+}
+
+var flagRE = regexp.MustCompile(`(?:^|[\s,])(--[a-z0-9][a-z0-9-]*)`)
+
+// knownFlags are the flags of this repository's programs: docs/flags,
+// every command of kubectl-millwright, and the --help of cmd/'s other
+// programs.
+func (c *checker) knownFlags() map[string]bool {
+	c.flagsOnce.Do(func() {
+		c.flags = map[string]bool{}
+		add := func(text string) {
+			for _, m := range flagRE.FindAllStringSubmatch(text, -1) {
+				c.flags[m[1]] = true
+			}
+		}
+		refs, _ := filepath.Glob(filepath.Join(c.root, "docs", "flags", "*.txt"))
+		for _, f := range refs {
+			b, _ := os.ReadFile(f)
+			add(string(b))
+		}
+		progs, _ := os.ReadDir(c.bin)
+		for _, p := range progs {
+			add(c.run(filepath.Join(c.bin, p.Name()), []string{"--help"}).out)
+		}
+		var walk func(path []string)
+		walk = func(path []string) {
+			help := c.run(filepath.Join(c.bin, "kubectl-millwright"), append(append([]string{}, path...), "--help")).out
+			add(help)
+			for sub := range subcommands(help) {
+				if sub != "help" && sub != "completion" && sub != "__complete" {
+					walk(append(append([]string{}, path...), sub))
+				}
+			}
+		}
+		walk(nil)
+	})
+	return c.flags
 }
 
 type helpResult struct {

@@ -92,6 +92,9 @@ func (c *checker) problems(p page) []string {
 	}
 	for _, l := range p.prose {
 		for _, span := range codeSpans(l.text) {
+			if f := flagName(strings.Fields(span + " x")[0]); f != "" && !c.knownFlags()[f] && !p.foreign[f] {
+				out = append(out, fmt.Sprintf("%s:%d: `%s`: no program of this repository has the flag %s: fix it, or declare it <!-- foreign-flags: %s --> on the page", p.path, l.line, span, f, f))
+			}
 			if msg := c.checkSpan(span); msg != "" {
 				out = append(out, fmt.Sprintf("%s:%d: `%s`: %s", p.path, l.line, span, msg))
 			}

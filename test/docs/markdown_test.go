@@ -18,6 +18,9 @@ type page struct {
 	path   string
 	blocks []block
 	prose  []proseLine
+	// foreign are the flags of other programs the page names, declared
+	// in <!-- foreign-flags: --a --b --> comments.
+	foreign map[string]bool
 }
 
 type proseLine struct {
@@ -26,15 +29,21 @@ type proseLine struct {
 }
 
 var (
-	fenceRE  = regexp.MustCompile("^\\s*```\\s*([A-Za-z0-9_+-]*)")
-	notRunRE = regexp.MustCompile(`^<!--\s*not-run:\s*(.*?)\s*-->$`)
+	fenceRE   = regexp.MustCompile("^\\s*```\\s*([A-Za-z0-9_+-]*)")
+	notRunRE  = regexp.MustCompile(`^<!--\s*not-run:\s*(.*?)\s*-->$`)
+	foreignRE = regexp.MustCompile(`<!--\s*foreign-flags:([^>]*)-->`)
 )
 
 // parsePage splits Markdown text into fenced blocks and prose lines. A
 // not-run comment applies to the block whose fence follows it, blank
 // lines between allowed.
 func parsePage(path, text string) page {
-	p := page{path: path}
+	p := page{path: path, foreign: map[string]bool{}}
+	for _, m := range foreignRE.FindAllStringSubmatch(text, -1) {
+		for _, f := range strings.Fields(m[1]) {
+			p.foreign[f] = true
+		}
+	}
 	lines := strings.Split(text, "\n")
 	pendingNotRun := ""
 	for i := 0; i < len(lines); i++ {

@@ -10,7 +10,7 @@ import (
 // reported, and nothing else.
 func TestTheChecksFailOnBrokenDocs(t *testing.T) {
 	broken := parsePage("docs/broken.md", strings.Join([]string{
-		"See `make no-such-target` and `docs/no-such-page.md`, [a link](no-such-link.md).",
+		"See `make no-such-target` and `docs/no-such-page.md`, [a link](no-such-link.md), `--machine-health-timeot`.",
 		"",
 		"```sh",
 		"make demo",
@@ -45,6 +45,7 @@ func TestTheChecksFailOnBrokenDocs(t *testing.T) {
 		"the chart has no value manager.noSuchValue",
 		`no checker for "curl"`,
 		"a not-run comment without a reason",
+		"no program of this repository has the flag --machine-health-timeot",
 	} {
 		found := false
 		for _, p := range problems {
@@ -54,12 +55,13 @@ func TestTheChecksFailOnBrokenDocs(t *testing.T) {
 			t.Errorf("no problem reported for %q; reported:\n%s", want, strings.Join(problems, "\n"))
 		}
 	}
-	if len(problems) != 13 {
-		t.Errorf("want 13 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
+	if len(problems) != 14 {
+		t.Errorf("want 14 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
 
 	fine := parsePage("docs/fine.md", strings.Join([]string{
-		"Run `make demo`, read `docs/concepts.md` and [rollouts](rollout.md).",
+		"<!-- foreign-flags: --kube-client-qps -->",
+		"Run `make demo`, read `docs/concepts.md` and [rollouts](rollout.md); `--machine-health-timeout 15m`, `--kube-client-qps`.",
 		"",
 		"```sh",
 		"make demo test",
