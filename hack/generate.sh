@@ -63,3 +63,8 @@ done
 images_out="docs/images"
 [[ -n "$out" ]] && images_out="$out/images"
 go run ./hack/phasediagram -o "$images_out/machine-phases.svg"
+
+# The rollout timeline, drawn from the committed data of a bench run
+# (docs/images/rollout-timeline.csv; docs/rollout.md says how to record
+# it again).
+go run ./hack/rolloutplot -in docs/images/rollout-timeline.csv -o "$images_out/rollout-timeline.svg"
