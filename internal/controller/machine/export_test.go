@@ -30,6 +30,5 @@ func (r *Reconciler) CreateStarted(uid types.UID) bool {
 	return ok
 }
 
-// OnOffTablePhaseChange sets what a phase change missing from
-// PhaseTransitions calls.
-func OnOffTablePhaseChange(f func(from, to v1alpha1.MachinePhase)) { offTablePhaseChange = f }
+// OnPhaseChange sets what every phase change calls.
+func OnPhaseChange(f func(from, to v1alpha1.MachinePhase)) { phaseChangeHook = f }

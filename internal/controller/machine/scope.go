@@ -222,8 +222,8 @@ func (s *scope) recordPhaseChange() {
 	if !PhaseTransitionListed(from, to) {
 		// The diagram in docs/machine-phases.md is drawn from the table.
 		s.log.Error(nil, "phase change missing from PhaseTransitions", "from", phaseName(from), "to", to)
-		offTablePhaseChange(from, to)
 	}
+	phaseChangeHook(from, to)
 	if to == v1alpha1.PhaseFailed || to == v1alpha1.PhaseUnknown || to == v1alpha1.PhaseCrashLoopBackOff {
 		s.event(corev1.EventTypeWarning, "Phase"+string(to), "machine phase changed from "+phaseName(from)+" to "+string(to))
 	}

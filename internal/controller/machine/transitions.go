@@ -19,9 +19,9 @@ type PhaseTransition struct {
 // may make. ComputePhase decides a phase from the fields; this table says
 // which changes of those fields a reconcile makes, so that the picture
 // docs/images/machine-phases.svg, drawn from it by hack/phasediagram,
-// shows what the controller does: recordPhaseChange reports a change that
-// is not listed (see offTablePhaseChange), and the package's tests fail on
-// one.
+// shows what the controller does: recordPhaseChange logs a change that is
+// not listed as an error, and the package's tests fail on one (see
+// phaseChangeHook).
 var PhaseTransitions = []PhaseTransition{
 	{PhaseNew, v1alpha1.PhasePending, "a prerequisite is missing"},
 	{PhaseNew, v1alpha1.PhaseProvisioning, "the provider is creating the VM"},
@@ -77,6 +77,6 @@ func PhaseTransitionListed(from, to v1alpha1.MachinePhase) bool {
 	return false
 }
 
-// offTablePhaseChange is called with a phase change PhaseTransitions does
-// not list; the package's tests set it to fail the run.
-var offTablePhaseChange = func(from, to v1alpha1.MachinePhase) {}
+// phaseChangeHook is called with every phase change; the package's tests
+// set it to fail on a change PhaseTransitions does not list.
+var phaseChangeHook = func(from, to v1alpha1.MachinePhase) {}
