@@ -33,8 +33,10 @@ func dot(transitions []machine.PhaseTransition) string {
 	fmt.Fprintf(&b, "  %q [fillcolor=\"#eeeeee\", color=\"#666666\"];\n", v1alpha1.PhaseTerminating)
 	anyDeleted := everyPhaseDeletable(transitions)
 	if anyDeleted {
-		fmt.Fprintf(&b, "  %q [shape=plaintext, style=\"\", fontcolor=\"#666666\"];\n", anyPhase)
-		fmt.Fprintf(&b, "  %q -> %q [label=%q, style=dashed, color=\"#9e9e9e\"];\n", anyPhase, v1alpha1.PhaseTerminating, deletedCause)
+		// The cause is in the node's text: a label beside the edge would
+		// run into the Failed one's.
+		fmt.Fprintf(&b, "  %q [shape=plaintext, style=\"\", fontcolor=\"#666666\", label=%q];\n", anyPhase, anyPhase+", when "+deletedCause)
+		fmt.Fprintf(&b, "  %q -> %q [style=dashed, color=\"#9e9e9e\"];\n", anyPhase, v1alpha1.PhaseTerminating)
 	}
 	for _, t := range transitions {
 		if anyDeleted && t.To == v1alpha1.PhaseTerminating && t.Cause == deletedCause {

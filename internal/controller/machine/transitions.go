@@ -63,7 +63,7 @@ var PhaseTransitions = []PhaseTransition{
 	{v1alpha1.PhaseProvisioned, v1alpha1.PhaseTerminating, "deleted"},
 	{v1alpha1.PhaseRunning, v1alpha1.PhaseTerminating, "deleted"},
 	{v1alpha1.PhaseUnknown, v1alpha1.PhaseTerminating, "deleted"},
-	{v1alpha1.PhaseFailed, v1alpha1.PhaseTerminating, "replaced by its owner, or deleted"},
+	{v1alpha1.PhaseFailed, v1alpha1.PhaseTerminating, "replaced by its owner"},
 }
 
 // PhaseTransitionListed reports whether PhaseTransitions has the change
