@@ -42,7 +42,7 @@ vm-tools: ## Install QEMU and libvirt when missing, and build the VMs' kernel an
 # pin changed, so this costs nothing once they are built.
 GENERATORS := controller-gen buf protoc-gen-go protoc-gen-go-grpc
 
-generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, the driver protocol's Go code from its .proto, docs/metrics.md and the Grafana dashboard.
+generate: ## Regenerate deepcopy code, CRDs and RBAC from the Go markers, the driver protocol's Go code from its .proto, the flags and metrics references, the Grafana dashboard and the pictures.
 	@bash hack/tools/build.sh $(GENERATORS)
 	bash hack/generate.sh
 

@@ -69,3 +69,14 @@ go run ./hack/dashboardgen -out "$grafana_out/millwright.json"
 # The chart's copy, which its ConfigMap (metrics.grafanaDashboard) holds.
 mkdir -p "$chart_out/dashboards"
 cp "$grafana_out/millwright.json" "$chart_out/dashboards/millwright.json"
+
+# The Machine phase diagram, drawn from the machine controller's own
+# transition table (machine.PhaseTransitions).
+images_out="docs/images"
+[[ -n "$out" ]] && images_out="$out/images"
+go run ./hack/phasediagram -o "$images_out/machine-phases.svg"
+
+# The rollout timeline, drawn from the committed data of a bench run
+# (docs/images/rollout-timeline.csv; docs/rollout.md says how to record
+# it again).
+go run ./hack/rolloutplot -in docs/images/rollout-timeline.csv -o "$images_out/rollout-timeline.svg"

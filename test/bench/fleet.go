@@ -101,6 +101,9 @@ type observer struct {
 	// kube-controller-manager finds their Lease too old (nothing here
 	// marks them NotReady), so each is a heartbeat kwok failed to keep.
 	nodeFlaps atomic.Int64
+	// timeline, when asked for (-timeline), records Machines per
+	// MachineSet over time.
+	timeline *timeline
 }
 
 func (e *env) startObserver(ctx context.Context) (*observer, error) {

@@ -58,6 +58,7 @@ func main() {
 	managerArgs := flag.String("manager-args", "", "extra flags for millwright-manager, space-separated (e.g. \"--machine-workers=100\"), to see what a setting changes")
 	policy := flag.String("replacement-policy", policyComplete, "the MachineDeployment's spec.strategy.rollingUpdate.replacementPolicy ("+policyComplete+" or "+policyStarted+"), for every scenario but rolling-update-started")
 	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
+	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
 	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
@@ -88,7 +89,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default"})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -130,6 +131,9 @@ type config struct {
 	// defaultHeartbeats keeps kwok's and kube-controller-manager's
 	// defaults whatever n.
 	defaultHeartbeats bool
+	// timeline is the CSV file to write Machines per MachineSet over
+	// time to; empty: none.
+	timeline string
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -173,6 +177,14 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	o, err := e.startObserver(obsCtx)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.timeline != "" {
+		o.timeline = newTimeline()
+		defer func() {
+			if err := o.timeline.write(cfg.timeline); err != nil {
+				logf("writing %s: %v", cfg.timeline, err)
+			}
+		}()
 	}
 	b := &bench{e: e, o: o, timeout: cfg.timeout, steadyFor: cfg.steady, policy: cfg.policy}
 	has := func(s string) bool { return slices.Contains(cfg.scenarios, s) }

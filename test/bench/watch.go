@@ -49,6 +49,9 @@ func (o *observer) machineEvent(obj any, exists bool) {
 		return // the floor's Machines are not the fleet
 	}
 	o.fleet.observe(m.UID, exists, m.DeletionTimestamp != nil)
+	if o.timeline != nil {
+		o.timeline.observe(m, exists)
+	}
 }
 
 // nodeReady tells whether a Node's Ready condition is True.

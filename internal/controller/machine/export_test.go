@@ -29,3 +29,6 @@ func (r *Reconciler) CreateStarted(uid types.UID) bool {
 	_, ok := r.creates.calls[uid]
 	return ok
 }
+
+// OnPhaseChange sets what every phase change calls.
+func OnPhaseChange(f func(from, to v1alpha1.MachinePhase)) { phaseChangeHook = f }

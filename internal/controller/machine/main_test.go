@@ -1,14 +1,46 @@
 package machine_test
 
 import (
+	"fmt"
 	"os"
+	"sync"
 	"testing"
 
+	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
 
-func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
+// TestMain runs the package's tests and then fails the run when any of
+// them made the controller change a Machine's phase in a way
+// machine.PhaseTransitions (and so the diagram of docs/machine-phases.md)
+// does not show. With -v it also lists the rows no test made.
+func TestMain(m *testing.M) {
+	var mu sync.Mutex
+	seen := map[[2]v1alpha1.MachinePhase]bool{}
+	machine.OnPhaseChange(func(from, to v1alpha1.MachinePhase) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[[2]v1alpha1.MachinePhase{from, to}] = true
+	})
+	code := controllertest.Run(m)
+	mu.Lock()
+	defer mu.Unlock()
+	for t := range seen {
+		if !machine.PhaseTransitionListed(t[0], t[1]) {
+			fmt.Fprintf(os.Stderr, "FAIL: phase change missing from machine.PhaseTransitions: %q -> %q\n", t[0], t[1])
+			code = 1
+		}
+	}
+	if testing.Verbose() {
+		for _, t := range machine.PhaseTransitions {
+			if !seen[[2]v1alpha1.MachinePhase{t.From, t.To}] {
+				fmt.Printf("phase change no test made: %q -> %q (%s)\n", t.From, t.To, t.Cause)
+			}
+		}
+	}
+	os.Exit(code)
+}
 
 // newHarness starts a harness running the machine controller, with edit
 // applied to its configuration.

@@ -219,6 +219,11 @@ func (s *scope) recordPhaseChange() {
 	}
 	s.phase = to
 	s.log.Info("phase changed", "from", from, "to", to)
+	if !PhaseTransitionListed(from, to) {
+		// The diagram in docs/machine-phases.md is drawn from the table.
+		s.log.Error(nil, "phase change missing from PhaseTransitions", "from", phaseName(from), "to", to)
+	}
+	phaseChangeHook(from, to)
 	if to == v1alpha1.PhaseFailed || to == v1alpha1.PhaseUnknown || to == v1alpha1.PhaseCrashLoopBackOff {
 		s.event(corev1.EventTypeWarning, "Phase"+string(to), "machine phase changed from "+phaseName(from)+" to "+string(to))
 	}

@@ -1,0 +1,83 @@
+package docs_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTheChecksFailOnBrokenDocs feeds the checks a page with one mistake
+// of each kind they are for, and a page without any: each mistake must be
+// reported, and nothing else.
+func TestTheChecksFailOnBrokenDocs(t *testing.T) {
+	broken := parsePage("docs/broken.md", strings.Join([]string{
+		"See `make no-such-target` and `docs/no-such-page.md`, [a link](no-such-link.md), `--machine-health-timeot`.",
+		"",
+		"```sh",
+		"make demo",
+		"make no-such-target-either",
+		"kubectl millwright rollout stauts web",
+		"kubectl millwright get --no-such-flag",
+		"kubectl no-such-verb",
+		"bin/millwright-manager --no-such-flag",
+		"kubectl apply -f config/samples/no-such-file.yaml",
+		"go test ./no/such/package/",
+		"helm install millwright charts/millwright --set manager.noSuchValue=1",
+		"curl http://example.com",
+		"```",
+		"",
+		"<!-- not-run: -->",
+		"```sh",
+		"make no-such-target-in-an-unexplained-block",
+		"```",
+	}, "\n"))
+	problems := check.problems(broken)
+	for _, want := range []string{
+		"`make no-such-target`",
+		"docs/no-such-page.md does not exist",
+		"docs/no-such-link.md does not exist",
+		"make no-such-target-either",
+		`unknown command "stauts"`,
+		"--no-such-flag --help",
+		"kubectl no-such-verb",
+		"flag --no-such-flag is not in docs/flags/millwright-manager.txt",
+		"config/samples/no-such-file.yaml does not exist",
+		"go list ./no/such/package/",
+		"the chart has no value manager.noSuchValue",
+		`no checker for "curl"`,
+		"a not-run comment without a reason",
+		"no program of this repository has the flag --machine-health-timeot",
+	} {
+		found := false
+		for _, p := range problems {
+			found = found || strings.Contains(p, want)
+		}
+		if !found {
+			t.Errorf("no problem reported for %q; reported:\n%s", want, strings.Join(problems, "\n"))
+		}
+	}
+	if len(problems) != 14 {
+		t.Errorf("want 14 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
+
+	fine := parsePage("docs/fine.md", strings.Join([]string{
+		"<!-- foreign-flags: --kube-client-qps -->",
+		"Run `make demo`, read `docs/concepts.md` and [rollouts](rollout.md); `--machine-health-timeout 15m`, `--kube-client-qps`.",
+		"",
+		"```sh",
+		"make demo test",
+		"kubectl millwright rollout status web --timeout 10m",
+		"kubectl scale machinedeployment demo --replicas=5",
+		"bin/millwright-manager --driver sim=unix:///tmp/sim.sock --leader-elect",
+		"go test ./test/docs/",
+		"helm install millwright charts/millwright --set driver.mode=deployment --set metrics.serviceMonitor.labels.release=prometheus",
+		"```",
+		"",
+		"<!-- not-run: needs the internet -->",
+		"```sh",
+		"curl http://example.com",
+		"```",
+	}, "\n"))
+	if problems := check.problems(fine); len(problems) != 0 {
+		t.Errorf("a correct page was reported:\n%s", strings.Join(problems, "\n"))
+	}
+}
