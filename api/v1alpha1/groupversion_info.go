@@ -23,6 +23,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Machine{}, &MachineList{},
 		&MachineSet{}, &MachineSetList{},
 		&MachineDeployment{}, &MachineDeploymentList{},
+		&MachineHealthCheck{}, &MachineHealthCheckList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
