@@ -32,6 +32,8 @@ type MachineHealthCheckChecks struct {
 	// before it is unhealthy; "0s" turns this check off. Default 10m.
 	// +optional
 	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="nodeStartupTimeout must be a non-negative duration such as 10m"
 	NodeStartupTimeout *metav1.Duration `json:"nodeStartupTimeout,omitempty"`
 
@@ -69,6 +71,8 @@ type UnhealthyNodeCondition struct {
 	Status string `json:"status"`
 
 	// Timeout is how long the condition must hold; "0s" means at once.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="timeout must be a non-negative duration such as 5m"
 	Timeout metav1.Duration `json:"timeout"`
 }
@@ -87,6 +91,8 @@ type UnhealthyMachineCondition struct {
 	Status string `json:"status"`
 
 	// Timeout is how long the condition must hold; "0s" means at once.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="timeout must be a non-negative duration such as 5m"
 	Timeout metav1.Duration `json:"timeout"`
 }
