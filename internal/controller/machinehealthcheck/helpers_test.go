@@ -153,3 +153,5 @@ func setNodeCondition(h *controllertest.Harness, m v1alpha1.Machine, t corev1.No
 func conditionOf(conds []metav1.Condition, t string) *metav1.Condition {
 	return meta.FindStatusCondition(conds, t)
 }
+
+type harness = controllertest.Harness
