@@ -155,3 +155,11 @@ func conditionOf(conds []metav1.Condition, t string) *metav1.Condition {
 }
 
 type harness = controllertest.Harness
+
+// patchMachine writes the change from orig to m.
+func patchMachine(h *harness, orig, m *v1alpha1.Machine) {
+	h.T.Helper()
+	if err := controllertest.Env.Client.Patch(ctx, m, client.MergeFrom(orig)); err != nil {
+		h.T.Fatal(err)
+	}
+}
