@@ -24,6 +24,9 @@ type budget struct {
 	allowed int
 }
 
+// maxInt means no bound.
+const maxInt = math.MaxInt
+
 var rangePattern = regexp.MustCompile(`^\[([0-9]+)-([0-9]+)\]$`)
 
 // parseRange reads "[min-max]"; admission refuses anything else, so an
@@ -44,7 +47,7 @@ func parseRange(s string) (lo, hi int, err error) {
 // computeBudget applies triggerIf and maxInFlight to expected selected
 // Machines, unhealthy of them, inFlight already being remediated.
 func computeBudget(rem *v1alpha1.MachineHealthCheckRemediation, expected, unhealthy, inFlight int) (budget, error) {
-	b := budget{start: math.MaxInt, allowed: expected - unhealthy}
+	b := budget{start: maxInt, allowed: expected - unhealthy}
 	if t := rem.TriggerIf; t != nil {
 		switch {
 		case t.UnhealthyLessThanOrEqualTo != nil:

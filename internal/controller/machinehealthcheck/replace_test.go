@@ -80,4 +80,3 @@ func TestTwoConditionsReplaceTheSelectedMachinesEachAfterItsTimeout(t *testing.T
 		t.Errorf("expectedMachines = %d, want 3", mhc.Status.ExpectedMachines)
 	}
 }
-
