@@ -24,6 +24,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&MachineSet{}, &MachineSetList{},
 		&MachineDeployment{}, &MachineDeploymentList{},
 		&MachineDrainRule{}, &MachineDrainRuleList{},
+		&MachineHealthCheck{}, &MachineHealthCheckList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -43,6 +43,8 @@ const (
 	DrainLabelWaitCompleted = "wait-completed"
 	// PausedAnnotation on a Machine stops its reconciliation until removed.
 	PausedAnnotation = GroupName + "/paused"
+	// SkipRemediationAnnotation on a Machine keeps every MachineHealthCheck from remediating it (it is still judged).
+	SkipRemediationAnnotation = GroupName + "/skip-remediation"
 	// PreDrainHookAnnotationPrefix: any annotation with this prefix blocks the drain until removed.
 	PreDrainHookAnnotationPrefix = "pre-drain.delete.hook." + GroupName + "/"
 	// PreTerminateHookAnnotationPrefix: any annotation with this prefix blocks VM deletion until removed.

@@ -13,6 +13,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/machineclass"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
 	"github.com/millwright-dev/millwright/internal/provider/tokenbootstrap"
@@ -60,6 +61,15 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := machinedeployment.RegisterMetrics(mgr.GetClient()); err != nil {
 		return fmt.Errorf("machinedeployment metrics: %w", err)
 	}
+	mhc := &machinehealthcheck.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Target:    target.GetClient(),
+		Recorder:  mgr.GetEventRecorder("machinehealthcheck-controller"),
+	}
+	if err := mhc.SetupWithManager(mgr, target, machineHealthCheckWorkers); err != nil {
+		return fmt.Errorf("machinehealthcheck controller: %w", err)
+	}
 	if err := sc.SetupWithManager(ctx, mgr, target); err != nil {
 		return fmt.Errorf("safety controller: %w", err)
 	}
@@ -79,6 +89,10 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 // reconciles: three indexed cache reads each, when a class's users come
 // and go.
 const machineClassWorkers = 2
+
+// machineHealthCheckWorkers are the health check controller's concurrent
+// reconciles: few health checks, each judging many Machines from the cache.
+const machineHealthCheckWorkers = 2
 
 // tokenBootstrapWorkers are the TokenBootstrapConfig controller's
 // concurrent reconciles: a few API calls each, and only at Machine

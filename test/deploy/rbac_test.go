@@ -70,6 +70,9 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", mwGroup, "machineclasses", "get;list;watch;patch"),
 	grants("ClusterRole millwright-manager", mwGroup, "machines/status;machinesets/status;machinedeployments/status;machineclasses/status", "patch"),
 	grants("ClusterRole millwright-manager", mwGroup, "machinesets/finalizers;machinedeployments/finalizers", "update"),
+	// The MachineHealthCheck controller reads health checks and writes their status.
+	grants("ClusterRole millwright-manager", mwGroup, "machinehealthchecks", "get;list;watch"),
+	grants("ClusterRole millwright-manager", mwGroup, "machinehealthchecks/status", "patch"),
 	grants("ClusterRole millwright-manager", "", "secrets;persistentvolumeclaims;persistentvolumes", "get"),
 	// User-data Secrets of TokenBootstrapConfigs, in the config's namespace
 	// (created once; the garbage collector deletes them with the config).

@@ -83,6 +83,11 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 		s.operation(v1alpha1.OperationHealthCheck, v1alpha1.OperationProcessing, "", "unhealthy: "+h.why)
 		s.event(corev1.EventTypeWarning, "Unhealthy", h.why)
 	}
+	if len(s.healthChecks) > 0 {
+		// A MachineHealthCheck judges this Machine: it marks it
+		// OwnerRemediated=False when it is to be replaced.
+		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
+	}
 	deadline := m.Status.UnhealthySince.Add(s.life.healthTimeout)
 	if s.now.Before(deadline) {
 		return reconcile.Result{RequeueAfter: until(s.now, deadline)}, nil

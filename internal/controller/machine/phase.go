@@ -31,6 +31,7 @@ const (
 	// Failure reasons (status.failureReason).
 	FailureCreationTimeout = "CreationTimeout"
 	FailureHealthTimeout   = "HealthTimeout"
+	FailureHealthCheck     = "MachineHealthCheck"
 	FailureCreateError     = "CreateError"
 	FailureNodeDeleteAsked = "NodeTriggerDeletion"
 	FailureVMLost          = "VMLost"

@@ -15,6 +15,10 @@ package machine
 // maxConcurrentReplacements.
 // +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinesets;machinedeployments,verbs=get;list;watch
 //
+// MachineHealthChecks are read (cached) to know whether one judges a
+// Machine instead of its own health rules.
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinehealthchecks,verbs=get;list;watch
+//
 // Secrets are only ever read by name, without a cache (APIReader): the
 // class's secretRef and credentialsSecretRef, which may name any namespace,
 // and spec.bootstrap.dataSecretName. No list or watch: the manager never

@@ -155,6 +155,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 		// Terminal: the owner replaces the Machine; nothing else to do.
 		return reconcile.Result{}, nil
 	}
+	if err := r.lookupHealthChecks(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	remediation, err := r.ownerRemediation(ctx, s)
+	if err != nil || s.stop {
+		return remediation, err
+	}
 	if res, err := r.bootstrapConfig(ctx, s); err != nil || s.stop {
 		return requeue.Soonest(res, r.checkCreationTimeout(s)), err
 	}
@@ -178,7 +185,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 		r.cleanupBootstrapToken,
 		func(ctx context.Context, s *scope) (reconcile.Result, error) { return infra.update(ctx, s) },
 	)
-	return requeue.Soonest(res, stepsRes), err
+	return requeue.Soonest(remediation, requeue.Soonest(res, stepsRes)), err
 }
 
 func (r *Reconciler) now() time.Time {

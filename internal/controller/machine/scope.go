@@ -37,6 +37,9 @@ type scope struct {
 
 	// node is the Machine's Node in the target cluster, once found.
 	node *corev1.Node
+	// healthChecks are the MachineHealthChecks selecting the Machine: when
+	// any does, they alone judge its health (see healthcheck.go).
+	healthChecks []string
 	// stop ends the reconcile after the current step.
 	stop bool
 	// gone means the Machine no longer exists (its finalizer was removed).

@@ -62,6 +62,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		// writes) do not, and would wake every Machine of the class.
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.classToMachines),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A health check taking over a Machine's judgement, or giving it back.
+		Watches(&v1alpha1.MachineHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.healthCheckToMachines),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentToMachines), builder.WithPredicates(pauseChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToMachines), nodeChanged())).

@@ -32,6 +32,9 @@ func (r *Reconciler) checkCreationTimeout(s *scope) reconcile.Result {
 // creationDeadline is when a Machine that never ran is Failed; applies is
 // false once it ran (or failed).
 func creationDeadline(s *scope) (deadline time.Time, applies bool) {
+	if len(s.healthChecks) > 0 {
+		return time.Time{}, false // a MachineHealthCheck's nodeStartupTimeout judges instead
+	}
 	if s.machine.Status.FailureReason != "" || s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
 		return time.Time{}, false
 	}

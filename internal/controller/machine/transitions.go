@@ -47,13 +47,13 @@ var PhaseTransitions = []PhaseTransition{
 
 	{v1alpha1.PhaseProvisioned, v1alpha1.PhaseRunning, "Node Ready"},
 	{v1alpha1.PhaseProvisioned, v1alpha1.PhaseProvisioning, "create again (the driver cannot tell)"},
-	{v1alpha1.PhaseProvisioned, v1alpha1.PhaseFailed, "creation timeout, VM lost"},
+	{v1alpha1.PhaseProvisioned, v1alpha1.PhaseFailed, "creation timeout, VM lost, health check"},
 
 	{v1alpha1.PhaseRunning, v1alpha1.PhaseUnknown, "Node not Ready, gone or unhealthy"},
-	{v1alpha1.PhaseRunning, v1alpha1.PhaseFailed, "provider failure"},
+	{v1alpha1.PhaseRunning, v1alpha1.PhaseFailed, "provider failure, health check"},
 
 	{v1alpha1.PhaseUnknown, v1alpha1.PhaseRunning, "Node recovered"},
-	{v1alpha1.PhaseUnknown, v1alpha1.PhaseFailed, "health timeout"},
+	{v1alpha1.PhaseUnknown, v1alpha1.PhaseFailed, "health timeout, health check"},
 
 	// Any Machine may be deleted; a Failed one is deleted by its owner.
 	{PhaseNew, v1alpha1.PhaseTerminating, "deleted"},

@@ -1,0 +1,98 @@
+package machinehealthcheck
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// verdict is a health check's judgement of one Machine.
+type verdict struct {
+	healthy bool
+	// reason and message say why the Machine is unhealthy.
+	reason, message string
+	// recheckIn is when the verdict may change by time alone (a condition's
+	// timeout running out); 0 when only an event can change it.
+	recheckIn time.Duration
+}
+
+// Reasons of an unhealthy verdict (the HealthCheckSucceeded condition's).
+const (
+	ReasonNodeStartupTimeout     = "NodeStartupTimeout"
+	ReasonNodeNotFound           = "NodeNotFound"
+	ReasonUnhealthyNode          = "UnhealthyNode"
+	ReasonUnhealthyMachine       = "UnhealthyMachine"
+	ReasonMachineFailed          = "MachineFailed"
+	ReasonSucceeded              = "HealthCheckSucceeded"
+	ReasonSelectionConflict      = "SelectionConflict"
+	ReasonWaitingForRemediation  = "WaitingForRemediation"
+	ReasonExternalRemediation    = "ExternalRemediationRequested"
+	ReasonRemediationHeldBack    = "RemediationHeldBack"
+	ReasonRemediationSkipped     = "RemediationSkipped"
+	ReasonTooManyUnhealthy       = "TooManyUnhealthy"
+	ReasonRemediationAllowed     = "RemediationAllowed"
+	ReasonNoConflict             = "NoConflict"
+	ReasonMaxInFlight            = "MaxInFlight"
+	ReasonTemplateNotFound       = "RemediationTemplateNotFound"
+	ReasonRemediationCreateError = "RemediationCreateFailed"
+)
+
+// judge applies the checks to a Machine and its Node (nil when none is
+// found) at now. Like Cluster API: a Machine that had a Node and lost it
+// is unhealthy at once; one that never had a Node is unhealthy after
+// nodeStartupTimeout from its creation; a listed condition is unhealthy
+// once it has held its status for its timeout.
+func judge(checks *v1alpha1.MachineHealthCheckChecks, m *v1alpha1.Machine, node *corev1.Node, now time.Time) verdict {
+	if m.Status.FailureReason != "" {
+		return verdict{reason: ReasonMachineFailed, message: "the Machine is Failed: " + m.Status.FailureReason}
+	}
+	v := verdict{healthy: true}
+	due := func(since time.Time, timeout time.Duration, reason, message string) {
+		left := since.Add(timeout).Sub(now)
+		if left > 0 {
+			v.soonest(left)
+			return
+		}
+		if v.healthy {
+			v = verdict{reason: reason, message: message}
+		}
+	}
+	if node == nil {
+		if m.Status.NodeRef != nil {
+			return verdict{reason: ReasonNodeNotFound, message: "Node " + m.Status.NodeRef.Name + " is gone"}
+		}
+		if t := checks.NodeStartupTimeout; t != nil && t.Duration > 0 {
+			due(m.CreationTimestamp.Time, t.Duration, ReasonNodeStartupTimeout,
+				fmt.Sprintf("no Node joined within the node startup timeout of %s", t.Duration))
+		}
+	} else {
+		for _, want := range checks.UnhealthyNodeConditions {
+			for _, c := range node.Status.Conditions {
+				if string(c.Type) == want.Type && string(c.Status) == want.Status {
+					due(c.LastTransitionTime.Time, want.Timeout.Duration, ReasonUnhealthyNode,
+						fmt.Sprintf("Node %s has %s=%s for more than %s", node.Name, want.Type, want.Status, want.Timeout.Duration))
+				}
+			}
+		}
+	}
+	for _, want := range checks.UnhealthyMachineConditions {
+		if c := meta.FindStatusCondition(m.Status.Conditions, want.Type); c != nil && string(c.Status) == want.Status {
+			due(c.LastTransitionTime.Time, want.Timeout.Duration, ReasonUnhealthyMachine,
+				fmt.Sprintf("the Machine has %s=%s for more than %s", want.Type, want.Status, want.Timeout.Duration))
+		}
+	}
+	if !v.healthy {
+		v.recheckIn = 0 // stays unhealthy until an event says otherwise
+	}
+	return v
+}
+
+func (v *verdict) soonest(d time.Duration) {
+	if v.recheckIn == 0 || d < v.recheckIn {
+		v.recheckIn = d
+	}
+}

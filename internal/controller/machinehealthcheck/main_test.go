@@ -1,0 +1,30 @@
+package machinehealthcheck_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
+	"github.com/millwright-dev/millwright/internal/controller/machineset"
+)
+
+func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
+
+// newHarness runs the machine, MachineSet and health check controllers.
+func newHarness(t *testing.T) *controllertest.Harness {
+	return controllertest.New(t, controllertest.Options{
+		Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
+			ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller")}
+			if err := ms.SetupWithManager(ctx, mgr, 2); err != nil {
+				return err
+			}
+			r := &machinehealthcheck.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Target: mgr.GetClient(),
+				Recorder: mgr.GetEventRecorder("machinehealthcheck-controller")}
+			return r.SetupWithManager(mgr, mgr, 2)
+		},
+	})
+}

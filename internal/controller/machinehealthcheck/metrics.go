@@ -1,0 +1,20 @@
+package machinehealthcheck
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var remediationsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "millwright_machinehealthcheck_remediations_total",
+	Help: "Remediations a MachineHealthCheck started, by namespace, health check and mode (owner: the MachineSet replaces the Machine; external: a remediation object was created).",
+}, []string{"namespace", "machinehealthcheck", "mode"})
+
+var shortCircuited = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "millwright_machinehealthcheck_short_circuited",
+	Help: "1 while a MachineHealthCheck's triggerIf holds remediation back (too many unhealthy Machines), else 0.",
+}, []string{"namespace", "machinehealthcheck"})
+
+func init() {
+	metrics.Registry.MustRegister(remediationsStarted, shortCircuited)
+}

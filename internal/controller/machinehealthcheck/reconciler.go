@@ -1,0 +1,225 @@
+// Package machinehealthcheck is the MachineHealthCheck controller: it
+// judges the Machines a health check selects against its checks, records
+// the verdict on each (HealthCheckSucceeded), and remediates the unhealthy
+// ones within the check's budget — marking them OwnerRemediated=False for
+// the machine controller and their MachineSet to replace, or creating an
+// external remediation object. docs/health-checks.md describes the rules.
+package machinehealthcheck
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
+)
+
+// Reconciler reconciles MachineHealthChecks.
+type Reconciler struct {
+	// Client reads (from the cache) and writes the control cluster.
+	Client client.Client
+	// APIReader reads the control cluster without a cache: a Machine's
+	// latest conditions before its owned conditions are written.
+	APIReader client.Reader
+	// Target reads Nodes (from the cache) of the target cluster.
+	Target client.Client
+	// Recorder emits Events on health checks.
+	Recorder events.EventRecorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// target is one selected Machine and what the reconcile decided for it.
+type target struct {
+	machine  *v1alpha1.Machine
+	node     *corev1.Node
+	verdict  verdict
+	conflict []string // other health checks selecting it
+}
+
+// Reconcile judges the Machines one health check selects and remediates
+// what its budget allows.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	mhc := &v1alpha1.MachineHealthCheck{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mhc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	writer := patch.New(r.Client, mhc)
+	targets, err := r.targets(ctx, mhc, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	res, err := r.remediate(ctx, mhc, targets, now)
+	if perr := writer.PatchStatus(ctx, mhc); perr != nil && err == nil {
+		err = client.IgnoreNotFound(perr)
+	}
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
+	}
+	return requeue.Result(res, err)
+}
+
+// targets lists the Machines the health check selects (those being
+// deleted are already on their way out), with their Nodes, the other
+// health checks selecting each, and the verdict of the checks.
+func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, now time.Time) ([]*target, error) {
+	checks := &v1alpha1.MachineHealthCheckList{}
+	if err := r.Client.List(ctx, checks, client.InNamespace(mhc.Namespace)); err != nil {
+		return nil, err
+	}
+	machines := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(mhc.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []*target
+	for i := range machines.Items {
+		m := &machines.Items[i]
+		if !m.DeletionTimestamp.IsZero() || !selects(mhc, labels.Set(m.Labels)) {
+			continue
+		}
+		t := &target{machine: m}
+		for _, name := range selecting(checks.Items, m) {
+			if name != mhc.Name {
+				t.conflict = append(t.conflict, name)
+			}
+		}
+		if m.Status.NodeRef != nil {
+			node := &corev1.Node{}
+			if err := r.Target.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node); err == nil {
+				t.node = node
+			} else if !apierrors.IsNotFound(err) {
+				return nil, err
+			}
+		}
+		t.verdict = judge(&mhc.Spec.Checks, m, t.node, now)
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].machine.Name < out[j].machine.Name })
+	return out, nil
+}
+
+// remediate records each Machine's verdict, computes the budget and starts
+// the remediations it allows; it fills mhc's status.
+func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, targets []*target, now time.Time) (reconcile.Result, error) {
+	var judged, unhealthy []*target
+	var conflicts []string
+	res := reconcile.Result{}
+	for _, t := range targets {
+		if len(t.conflict) > 0 {
+			conflicts = append(conflicts, t.machine.Name)
+			continue
+		}
+		judged = append(judged, t)
+		if !t.verdict.healthy {
+			unhealthy = append(unhealthy, t)
+		} else if t.verdict.recheckIn > 0 {
+			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: t.verdict.recheckIn})
+		}
+	}
+	inFlight, err := r.inFlight(ctx, mhc, unhealthy)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	b, err := computeBudget(&mhc.Spec.Remediation, len(judged), len(unhealthy), len(inFlight))
+	if err != nil {
+		// Only a health check written around admission gets here.
+		r.setStatusCondition(mhc, v1alpha1.RemediationAllowedCondition, false, "InvalidSpec", err.Error(), now)
+		return reconcile.Result{}, nil
+	}
+
+	var started []string
+	reasons := map[string]string{}
+	for _, t := range targets {
+		m := t.machine
+		switch {
+		case len(t.conflict) > 0:
+			err = r.setMachineConditions(ctx, m, conflictVerdict(mhc.Name, t.conflict), false, now)
+		case t.verdict.healthy:
+			err = r.recovered(ctx, mhc, m, now)
+		default:
+			reasons[m.Name] = t.verdict.message
+			why, ok := remediable(m)
+			switch {
+			case inFlight[m.Name]:
+			case !ok:
+				reasons[m.Name] += " (not remediated: " + why + ")"
+			case b.heldBack:
+				reasons[m.Name] += " (remediation held back: too many unhealthy)"
+			case b.start <= 0:
+				reasons[m.Name] += " (waiting: maxInFlight reached)"
+			default:
+				b.start--
+				started = append(started, m.Name)
+				if err := r.start(ctx, mhc, m, t.verdict, now); err != nil {
+					return reconcile.Result{}, err
+				}
+				continue
+			}
+			err = r.setMachineConditions(ctx, m, t.verdict, false, now)
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if len(started) > 0 {
+		remediationsStarted.WithLabelValues(mhc.Namespace, mhc.Name, r.mode(mhc)).Add(float64(len(started)))
+		r.event(mhc, corev1.EventTypeNormal, "RemediationStarted",
+			fmt.Sprintf("remediating %d unhealthy Machine(s) (%s): %s", len(started), r.mode(mhc), strings.Join(started, ", ")))
+	}
+	r.fillStatus(mhc, judged, unhealthy, reasons, conflicts, b, now)
+	return res, nil
+}
+
+// remediable says why a Machine must not be remediated, if it must not.
+func remediable(m *v1alpha1.Machine) (string, bool) {
+	if _, ok := m.Annotations[v1alpha1.SkipRemediationAnnotation]; ok {
+		return "annotated " + v1alpha1.SkipRemediationAnnotation, false
+	}
+	if _, ok := m.Annotations[v1alpha1.PausedAnnotation]; ok {
+		return "the Machine is paused", false
+	}
+	if c := findCondition(m, v1alpha1.PausedCondition); c != nil && c.Status == "True" {
+		return "the Machine is paused: " + c.Message, false
+	}
+	return "", true
+}
+
+func conflictVerdict(self string, others []string) verdict {
+	all := append([]string{self}, others...)
+	sort.Strings(all)
+	return verdict{reason: ReasonSelectionConflict,
+		message: "selected by more than one MachineHealthCheck (" + strings.Join(all, ", ") + "): judged by none until only one selects it"}
+}
+
+func (r *Reconciler) mode(mhc *v1alpha1.MachineHealthCheck) string {
+	if mhc.Spec.Remediation.TemplateRef != nil {
+		return "external"
+	}
+	return "owner"
+}
+
+func (r *Reconciler) event(mhc *v1alpha1.MachineHealthCheck, eventType, reason, message string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(mhc, nil, eventType, reason, "Remediate", "%s", message)
+	}
+	log.Log.V(1).Info("health check event", "mhc", client.ObjectKeyFromObject(mhc), "reason", reason, "message", message)
+}

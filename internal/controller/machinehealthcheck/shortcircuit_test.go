@@ -1,0 +1,95 @@
+package machinehealthcheck_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
+)
+
+// TestShortCircuitHoldsAZoneOutageBackAndResumes: a zone of 5 Machines
+// goes NotReady at once; with unhealthyLessThanOrEqualTo 40% nothing is
+// remediated, the status and an Event say why; when 3 recover, the other
+// 2 are replaced.
+func TestShortCircuitHoldsAZoneOutageBackAndResumes(t *testing.T) {
+	h := newHarness(t)
+	h.Class("small", `{"region":"local","zones":["local-a"]}`)
+	set(h, "zone", 5)
+	healthCheck(h, "zone", v1alpha1.MachineHealthCheckSpec{
+		Selector: selecting("zone"),
+		Checks: v1alpha1.MachineHealthCheckChecks{UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
+			nodeCondition("Ready", "False", time.Second),
+			nodeCondition("Ready", "Unknown", time.Second),
+		}},
+		Remediation: v1alpha1.MachineHealthCheckRemediation{
+			TriggerIf: &v1alpha1.MachineHealthCheckTriggerIf{UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("40%"))},
+		},
+	})
+	zone := waitRunning(h, "zone", 5)
+	for _, m := range zone {
+		setNodeReady(h, m, false)
+	}
+
+	var mhc *v1alpha1.MachineHealthCheck
+	h.Eventually(30*time.Second, "the health check to hold remediation back", func() (bool, error) {
+		mhc = getHealthCheck(h, "zone")
+		c := conditionOf(mhc.Status.Conditions, v1alpha1.RemediationAllowedCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && mhc.Status.CurrentHealthy == 0, nil
+	})
+	c := conditionOf(mhc.Status.Conditions, v1alpha1.RemediationAllowedCondition)
+	if !strings.Contains(c.Message, "5 of 5 Machines are unhealthy") || !strings.Contains(c.Message, "40%") {
+		t.Errorf("RemediationAllowed says %q; want the count and the limit", c.Message)
+	}
+	if mhc.Status.ExpectedMachines != 5 || mhc.Status.RemediationsAllowed != 0 || len(mhc.Status.UnhealthyMachines) != 5 {
+		t.Errorf("status = %+v", mhc.Status)
+	}
+	h.ExpectEvent("RemediationRestricted", "zone")
+	// Held back: neither the health check nor the Machines' own
+	// one-second health timeout replaces anything.
+	h.Consistently(3*time.Second, "no Machine of the dark zone to be replaced", func() (bool, error) {
+		for _, m := range zone {
+			if replaced(h, m.Name) {
+				return false, fmt.Errorf("Machine %s was replaced during the outage", m.Name)
+			}
+			if c := conditionOf(getMachine(h, m.Name).Status.Conditions, v1alpha1.OwnerRemediatedCondition); c != nil {
+				return false, fmt.Errorf("Machine %s was marked %+v during the outage", m.Name, c)
+			}
+		}
+		return true, nil
+	})
+
+	// 3 recover: 2 unhealthy of 5 is 40%, within the limit.
+	for _, m := range zone[:3] {
+		setNodeReady(h, m, true)
+	}
+	h.Eventually(60*time.Second, "the 2 still dark to be replaced", func() (bool, error) {
+		for _, m := range zone[:3] {
+			if replaced(h, m.Name) {
+				return false, fmt.Errorf("recovered Machine %s was replaced", m.Name)
+			}
+		}
+		return replaced(h, zone[3].Name) && replaced(h, zone[4].Name), nil
+	})
+	h.ExpectEvent("RemediationResumed", "zone")
+	h.ExpectEvent(machine.FailureHealthCheck, zone[3].Name, zone[4].Name)
+	waitRunning(h, "zone", 5)
+	h.Eventually(30*time.Second, "the health check to count 5 healthy", func() (bool, error) {
+		mhc = getHealthCheck(h, "zone")
+		return mhc.Status.CurrentHealthy == 5 && statusOf(mhc, v1alpha1.RemediationAllowedCondition) == metav1.ConditionTrue, nil
+	})
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func statusOf(mhc *v1alpha1.MachineHealthCheck, t string) metav1.ConditionStatus {
+	if c := conditionOf(mhc.Status.Conditions, t); c != nil {
+		return c.Status
+	}
+	return ""
+}
