@@ -79,6 +79,15 @@ type MachineDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxConcurrentReplacements *int32 `json:"maxConcurrentReplacements,omitempty"`
+
+	// AutoPreserveFailedMax is how many failed Machines are kept
+	// automatically, for debugging, instead of being replaced at once
+	// (docs/preservation.md): each keeps its VM and cordoned Node until the
+	// preserve timeout, and its replacement is created all the same. Not
+	// while a rollout is in progress. Default 0: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AutoPreserveFailedMax *int32 `json:"autoPreserveFailedMax,omitempty"`
 }
 
 // MachineDeploymentStrategyType is how a MachineDeployment replaces Machines.

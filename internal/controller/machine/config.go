@@ -8,7 +8,7 @@ import (
 )
 
 // Config holds the manager-wide lifecycle defaults (the manager's flags).
-// A Machine's spec.lifecycle overrides the first five.
+// A Machine's spec.lifecycle overrides the first five and PreserveTimeout.
 type Config struct {
 	// CreationTimeout bounds creation → Running; then the Machine is Failed.
 	CreationTimeout time.Duration
@@ -42,6 +42,8 @@ type Config struct {
 	VolumeDetachTimeout time.Duration
 	// UnreachableForceDrainAfter forces the drain of a Node that has not been Ready this long.
 	UnreachableForceDrainAfter time.Duration
+	// PreserveTimeout bounds how long a Machine is preserved (docs/preservation.md).
+	PreserveTimeout time.Duration
 	// HealthResync re-checks Running Machines this often even without events.
 	HealthResync time.Duration
 }
@@ -65,12 +67,14 @@ func DefaultConfig() Config {
 		VolumeDetachTimeout:        2 * time.Minute,
 		UnreachableForceDrainAfter: 5 * time.Minute,
 		HealthResync:               10 * time.Minute,
+		PreserveTimeout:            72 * time.Hour,
 	}
 }
 
 // lifecycle is the effective lifecycle of one Machine: its overrides over the defaults.
 type lifecycle struct {
 	creationTimeout, healthTimeout, drainTimeout time.Duration
+	preserveTimeout                              time.Duration
 	maxEvictRetries                              int32
 	nodeConditions                               []string
 }
@@ -82,6 +86,7 @@ func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
 		drainTimeout:    c.DrainTimeout,
 		maxEvictRetries: c.MaxEvictRetries,
 		nodeConditions:  c.NodeConditions,
+		preserveTimeout: c.PreserveTimeout,
 	}
 	o := m.Spec.Lifecycle
 	if o.CreationTimeout != nil {
@@ -95,6 +100,9 @@ func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
 	}
 	if o.MaxEvictRetries != nil {
 		l.maxEvictRetries = *o.MaxEvictRetries
+	}
+	if o.PreserveTimeout != nil {
+		l.preserveTimeout = o.PreserveTimeout.Duration
 	}
 	if o.NodeConditions != nil {
 		l.nodeConditions = o.NodeConditions

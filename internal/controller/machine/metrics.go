@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -30,6 +32,8 @@ var (
 	})
 	machinesDesc = prometheus.NewDesc("millwright_machines",
 		"Machines by namespace and phase (Unknown and Failed included).", []string{"namespace", "phase"}, nil)
+	preservedDesc = prometheus.NewDesc("millwright_machines_preserved",
+		"Machines preserved (condition Preserved True) by namespace and reason (docs/preservation.md).", []string{"namespace", "reason"}, nil)
 )
 
 func init() {
@@ -57,7 +61,10 @@ func RegisterPhaseMetrics(reader client.Reader) error {
 	return metrics.Registry.Register(phaseCollector{reader: reader})
 }
 
-func (c phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- machinesDesc }
+func (c phaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- machinesDesc
+	ch <- preservedDesc
+}
 
 func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -66,12 +73,19 @@ func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // counted only: no copies
 		return
 	}
-	type key struct{ ns, phase string }
-	counts := map[key]int{}
+	type key struct{ ns, value string }
+	counts, preserved := map[key]int{}, map[key]int{}
 	for i := range list.Items {
-		counts[key{list.Items[i].Namespace, string(list.Items[i].Status.Phase)}]++
+		m := &list.Items[i]
+		counts[key{m.Namespace, string(m.Status.Phase)}]++
+		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PreservedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			preserved[key{m.Namespace, c.Reason}]++
+		}
 	}
 	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase)
+		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.ns, k.value)
+	}
+	for k, n := range preserved {
+		ch <- prometheus.MustNewConstMetric(preservedDesc, prometheus.GaugeValue, float64(n), k.ns, k.value)
 	}
 }
