@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 )
 
 // nodeHealth is the verdict on a Machine's Node.
@@ -165,7 +166,9 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 	exists := map[string]bool{}
 	for _, other := range machines.Items {
 		exists[other.Name] = true
-		if other.Name != m.Name && other.Status.FailureReason != "" {
+		// A preserved Machine's replacement is already made: it is no
+		// longer in flight (docs/preservation.md).
+		if other.Name != m.Name && other.Status.FailureReason != "" && !preserve.Held(&other) {
 			inFlight[other.Name] = true
 		}
 	}

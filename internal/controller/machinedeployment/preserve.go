@@ -30,4 +30,3 @@ func rollingOut(s *scope) bool {
 	}
 	return false
 }
-
