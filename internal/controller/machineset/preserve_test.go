@@ -362,3 +362,30 @@ func countEvents(h *controllertest.Harness, name, reason string) int {
 	}
 	return n
 }
+
+// A preserved failed Machine has its replacement already: it does not hold
+// the meltdown limit (maxConcurrentReplacements 1) against the next failure.
+func TestPreservedMachineDoesNotHoldTheMeltdownLimit(t *testing.T) {
+	h := newHarness(t)
+	h.Class("small", controllertest.SimSpec)
+	set(h, "pool", 2, "small", func(ms *v1alpha1.MachineSet) {
+		ms.Spec.AutoPreserveFailedMax = ptr.To[int32](1)
+		ms.Spec.MaxConcurrentReplacements = ptr.To[int32](1)
+		ms.Spec.Template.Spec.Lifecycle.HealthTimeout = &metav1.Duration{Duration: time.Second}
+	})
+	waitReady(h, "pool", 2, 60*time.Second)
+	first := liveMachines(h, "pool")
+	failNode(h, &first[0])
+	h.Eventually(30*time.Second, "the first failed Machine kept", func() (bool, error) {
+		return getSet(h, "pool").Status.PreservedReplicas == 1, nil
+	})
+	failNode(h, &first[1])
+	h.Eventually(30*time.Second, "the second failed Machine replaced", func() (bool, error) {
+		for _, x := range machinesOf(h, "pool") {
+			if x.Name == first[1].Name {
+				return false, nil
+			}
+		}
+		return getSet(h, "pool").Status.ReadyReplicas == 2, nil
+	})
+}
