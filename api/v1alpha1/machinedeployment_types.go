@@ -180,7 +180,8 @@ type MachineDeploymentStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Replicas is the number of Machines of all its MachineSets.
+	// Replicas is the number of Machines of all its MachineSets, not
+	// counting preserved ones (preservedReplicas).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
@@ -195,6 +196,11 @@ type MachineDeploymentStatus struct {
 	// AvailableReplicas is the number of Machines Running for at least minReadySeconds.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// PreservedReplicas is the number of its Machines kept by preservation
+	// (docs/preservation.md), counted in none of the other counts.
+	// +optional
+	PreservedReplicas int32 `json:"preservedReplicas,omitempty"`
 
 	// UnavailableReplicas is how many more available Machines are needed to
 	// reach replicas: Machines not yet available or not yet created.

@@ -45,7 +45,7 @@ func TestAutoPreserveNotDuringARollout(t *testing.T) {
 				avail++
 			}
 		}
-		return kept && avail == 2, nil
+		return kept && avail == 2 && h.md("web").Status.PreservedReplicas == 1, nil
 	})
 
 	h.update("web", useClass("noboot"))
