@@ -154,6 +154,13 @@ type MachineLifecycle struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$')",message="spec.lifecycle.nodeDeletionTimeout must be a duration of zero or more such as 10m"
 	NodeDeletionTimeout *metav1.Duration `json:"nodeDeletionTimeout,omitempty"`
 
+	// PreserveTimeout is how long a preserved Machine is kept
+	// (docs/preservation.md), counted from when its preservation started.
+	// Default: the manager's --machine-preserve-timeout (72h).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$') && duration(self) > duration('0s')",message="spec.lifecycle.preserveTimeout must be a positive duration such as 72h"
+	PreserveTimeout *metav1.Duration `json:"preserveTimeout,omitempty"`
+
 	// MaxEvictRetries is how many times the eviction of one pod is retried
 	// while a disruption budget refuses it, before the pod is deleted.
 	// Default: the manager's --max-evict-retries.

@@ -49,6 +49,12 @@ const (
 	PreDrainHookAnnotationPrefix = "pre-drain.delete.hook." + GroupName + "/"
 	// PreTerminateHookAnnotationPrefix: any annotation with this prefix blocks VM deletion until removed.
 	PreTerminateHookAnnotationPrefix = "pre-terminate.delete.hook." + GroupName + "/"
+	// PreserveAnnotation on a Machine or its Node asks to keep the Machine
+	// (docs/preservation.md): PreserveNow, PreserveWhenFailed or PreserveNever.
+	PreserveAnnotation = GroupName + "/preserve"
+	// AutoPreservedAnnotation "true" on a failed Machine is set by its
+	// MachineSet when it keeps it under spec.autoPreserveFailedMax.
+	AutoPreservedAnnotation = GroupName + "/auto-preserved"
 	// LastAppliedProviderSpecAnnotation on a Machine is the class providerSpec (JSON) last applied to its VM, for hot updates.
 	LastAppliedProviderSpecAnnotation = GroupName + "/last-applied-providerspec"
 
@@ -80,6 +86,12 @@ const (
 	NodeTriggerDeletionAnnotation = GroupName + "/trigger-deletion"
 	// NodeNotManagedAnnotation marks a Node that no Machine owns (set by the safety controller; never deleted).
 	NodeNotManagedAnnotation = GroupName + "/not-managed"
+	// PreservedTaintKey is the NoSchedule taint on a preserved Machine's Node: nothing new lands there.
+	PreservedTaintKey = GroupName + "/preserved"
+	// NodePreservedChangesAnnotation on a preserved Machine's Node lists, comma-separated, what
+	// preservation changed there besides its taint (NodeChangeCordon, NodeChangeScaleDownDisabled),
+	// so that ending it undoes only those and never another controller's cordon or annotation.
+	NodePreservedChangesAnnotation = GroupName + "/preserved-changes"
 	// UninitializedTaintKey is a NoSchedule taint a Node registers with; removed once its labels and taints are synced.
 	UninitializedTaintKey = GroupName + "/uninitialized"
 
@@ -107,8 +119,32 @@ const (
 	// AutoscalerCapacityTaints is "k=v:Effect,…": the taints one node of the group will carry.
 	AutoscalerCapacityTaints = AutoscalerCapacityPrefix + "taints"
 
+	// AutoscalerScaleDownDisabledAnnotation "true" on a Node keeps the cluster-autoscaler from removing it (fixed upstream).
+	AutoscalerScaleDownDisabledAnnotation = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
+
 	// AutoscalerDeploymentNameLabel on a MachineSet names its MachineDeployment; the autoscaler reads this fixed key.
 	AutoscalerDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
 	// AutoscalerRevisionAnnotation on a MachineSet is its revision; the autoscaler reads this fixed key to avoid scaling down mid-rollout.
 	AutoscalerRevisionAnnotation = "machinedeployment.clusters.x-k8s.io/revision"
+)
+
+// The values of PreserveAnnotation.
+const (
+	// PreserveNow keeps the Machine, Running or not, until the annotation
+	// goes or the preserve timeout ends.
+	PreserveNow = "now"
+	// PreserveWhenFailed keeps the Machine once it fails, until the
+	// annotation goes or the preserve timeout ends.
+	PreserveWhenFailed = "when-failed"
+	// PreserveNever keeps the Machine from being preserved, even
+	// automatically (spec.autoPreserveFailedMax).
+	PreserveNever = "false"
+)
+
+// The values listed in NodePreservedChangesAnnotation.
+const (
+	// NodeChangeCordon: preservation cordoned the Node.
+	NodeChangeCordon = "cordon"
+	// NodeChangeScaleDownDisabled: preservation set AutoscalerScaleDownDisabledAnnotation.
+	NodeChangeScaleDownDisabled = "scale-down-disabled"
 )

@@ -144,6 +144,24 @@ const (
 	ReadyCondition = "Ready"
 	// PausedCondition: reconciliation is paused by annotation or by the owning MachineDeployment.
 	PausedCondition = "Paused"
+	// PreservedCondition: True while the Machine is preserved (docs/preservation.md):
+	// its owner neither deletes nor counts it, its Node is cordoned and tainted.
+	// False when preservation was asked but expired or the request is invalid.
+	PreservedCondition = "Preserved"
+)
+
+// Reasons of the Preserved condition.
+const (
+	// PreservedNowReason: the preserve annotation is "now".
+	PreservedNowReason = "PreserveRequested"
+	// PreservedWhenFailedReason: the preserve annotation is "when-failed" and the Machine failed.
+	PreservedWhenFailedReason = "PreservedAfterFailure"
+	// PreservedAutoReason: its MachineSet keeps it under spec.autoPreserveFailedMax.
+	PreservedAutoReason = "AutoPreserved"
+	// PreserveExpiredReason: the preserve timeout ended; the request is ignored until it is removed.
+	PreserveExpiredReason = "PreserveExpired"
+	// PreserveInvalidReason: a preserve annotation has a value that is not one of the known ones.
+	PreserveInvalidReason = "InvalidPreserveValue"
 )
 
 // NodeReference names the Node a Machine became.
@@ -203,7 +221,7 @@ type MachineStatus struct {
 	Addresses []MachineAddress `json:"addresses,omitempty"`
 
 	// Conditions: BootstrapReady, InfrastructureReady, NodeReady, NodeHealthy,
-	// Drained, Ready, Paused.
+	// Drained, Ready, Paused, Preserved.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -217,6 +235,11 @@ type MachineStatus struct {
 	// (phase Unknown); the health timeout runs from here. Cleared when healthy.
 	// +optional
 	UnhealthySince *metav1.Time `json:"unhealthySince,omitempty"`
+
+	// PreservedUntil is when the Machine's preservation ends, while it is
+	// preserved (condition Preserved True): its start plus the preserve timeout.
+	// +optional
+	PreservedUntil *metav1.Time `json:"preservedUntil,omitempty"`
 
 	// Deletion records how far the deletion has got; set once the Machine is deleted.
 	// +optional

@@ -88,6 +88,15 @@ type MachineDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxConcurrentReplacements *int32 `json:"maxConcurrentReplacements,omitempty"`
+
+	// AutoPreserveFailedMax is how many failed Machines are kept
+	// automatically, for debugging, instead of being replaced at once
+	// (docs/preservation.md): each keeps its VM and cordoned Node until the
+	// preserve timeout, and its replacement is created all the same. Not
+	// while a rollout is in progress. Default 0: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AutoPreserveFailedMax *int32 `json:"autoPreserveFailedMax,omitempty"`
 }
 
 // MachineDeploymentStrategyType is how a MachineDeployment replaces Machines.
@@ -180,7 +189,8 @@ type MachineDeploymentStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Replicas is the number of Machines of all its MachineSets.
+	// Replicas is the number of Machines of all its MachineSets, not
+	// counting preserved ones (preservedReplicas).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
@@ -195,6 +205,11 @@ type MachineDeploymentStatus struct {
 	// AvailableReplicas is the number of Machines Running for at least minReadySeconds.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// PreservedReplicas is the number of its Machines kept by preservation
+	// (docs/preservation.md), counted in none of the other counts.
+	// +optional
+	PreservedReplicas int32 `json:"preservedReplicas,omitempty"`
 
 	// UnavailableReplicas is how many more available Machines are needed to
 	// reach replicas: Machines not yet available or not yet created.

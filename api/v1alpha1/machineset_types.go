@@ -49,13 +49,29 @@ type MachineSetSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxConcurrentReplacements *int32 `json:"maxConcurrentReplacements,omitempty"`
+
+	// AutoPreserveFailedMax is how many failed Machines are kept
+	// automatically, for debugging, instead of being replaced at once
+	// (docs/preservation.md): each keeps its VM and cordoned Node until the
+	// preserve timeout, and its replacement is created all the same. A
+	// MachineSet owned by a MachineDeployment takes the deployment's value,
+	// or 0 while the deployment is being rolled out. Default 0: none.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	AutoPreserveFailedMax *int32 `json:"autoPreserveFailedMax,omitempty"`
 }
 
 // MachineSetStatus is what the MachineSet controller observed.
 type MachineSetStatus struct {
-	// Replicas is the number of Machines the MachineSet owns.
+	// Replicas is the number of Machines the MachineSet owns, not counting
+	// preserved ones (preservedReplicas).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
+
+	// PreservedReplicas is the number of owned Machines kept by
+	// preservation (docs/preservation.md): replaced, but not deleted.
+	// +optional
+	PreservedReplicas int32 `json:"preservedReplicas,omitempty"`
 
 	// FullyLabeledReplicas is the number of owned Machines whose labels
 	// match the template's labels.

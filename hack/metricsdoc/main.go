@@ -24,6 +24,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
 )
 
@@ -50,12 +51,15 @@ func write(path string) error {
 	// One object of each kind the scrape-time collectors read, so that
 	// they emit a sample and tell their type.
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		&v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}},
+		&v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}, Status: v1alpha1.MachineStatus{
+			Conditions: []metav1.Condition{{Type: v1alpha1.PreservedCondition, Status: metav1.ConditionTrue, Reason: "Requested"}},
+		}},
 		&v1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}},
 	).Build()
 	var collectors []prometheus.Collector
 	collectors = append(collectors, machine.Collectors(reader)...)
 	collectors = append(collectors, machinedeployment.Collectors(reader)...)
+	collectors = append(collectors, machinehealthcheck.Collectors()...)
 	collectors = append(collectors, safety.Collectors()...)
 	var ms []metric
 	for _, c := range collectors {

@@ -157,6 +157,11 @@ func waitingFor(m *v1alpha1.Machine, node *corev1.Node, leaving []leavingPod, no
 	if c := meta.FindStatusCondition(conds, v1alpha1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
 		return "nothing until resumed: " + oneLine(c.Message)
 	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.PreservedCondition); c != nil && c.Status == metav1.ConditionTrue && m.DeletionTimestamp.IsZero() {
+		// A preserved Machine waits for nothing but the end of its
+		// preservation (docs/preservation.md).
+		return "the end of its preservation (removing the annotation that asked ends it now): " + oneLine(c.Message)
+	}
 	lastOp := oneLine(m.Status.LastOperation.Description)
 	switch m.Status.Phase {
 	case v1alpha1.PhaseTerminating:

@@ -63,3 +63,21 @@ func TestDescribeTimeline(t *testing.T) {
 		t.Errorf("describe mach (short name): %s", out)
 	}
 }
+
+// TestDescribePreservedMachine: a preserved Failed Machine waits for the
+// end of its preservation, not for its MachineSet to replace it.
+func TestDescribePreservedMachine(t *testing.T) {
+	const ns = "describe-preserved"
+	namespace(t, ns)
+	m := machine(t, ns, "web-kept", "small", "web", "web-111", "sim://r/a/vm-7", nil)
+	m.Status.Phase = v1alpha1.PhaseFailed
+	m.Status.FailureReason = "HealthTimeout"
+	m.Status.Conditions = []metav1.Condition{
+		cond(v1alpha1.PreservedCondition, "True", v1alpha1.PreservedAutoReason, "its MachineSet keeps it; preserved until 2026-01-02T03:04:05Z", m.CreationTimestamp.Time),
+	}
+	setStatus(t, m)
+	out := newCLI(t, ns).ok("describe", "machine", "web-kept")
+	if !strings.Contains(out, "Waiting for:  the end of its preservation") || !strings.Contains(out, "preserved until 2026-01-02T03:04:05Z") {
+		t.Errorf("describe of a preserved Machine:\n%s", out)
+	}
+}

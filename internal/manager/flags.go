@@ -38,6 +38,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&m.VolumeDetachTimeout, "volume-detach-timeout", m.VolumeDetachTimeout, "wait for an evicted pod's volumes to detach at most this long")
 	fs.DurationVar(&m.EvictionRetryInterval, "eviction-retry-interval", m.EvictionRetryInterval, "time between two eviction rounds a PodDisruptionBudget refused; pods still refused after --max-evict-retries rounds are deleted")
 	fs.DurationVar(&m.UnreachableForceDrainAfter, "unreachable-force-drain-after", m.UnreachableForceDrainAfter, "force the drain of a Node not Ready this long")
+	fs.DurationVar(&m.PreserveTimeout, "machine-preserve-timeout", m.PreserveTimeout, "a preserved Machine is kept this long, then released: drained and deleted if it failed (spec.lifecycle.preserveTimeout overrides; docs/preservation.md)")
 	fs.DurationVar(&m.HealthResync, "machine-health-resync", m.HealthResync, "re-check Running Machines this often even without events")
 
 	sf := &o.Safety

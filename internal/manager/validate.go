@@ -40,6 +40,7 @@ func (o *Options) Validate() error {
 		{"eviction-retry-interval", o.Machine.EvictionRetryInterval},
 		{"unreachable-force-drain-after", o.Machine.UnreachableForceDrainAfter},
 		{"machine-health-resync", o.Machine.HealthResync},
+		{"machine-preserve-timeout", o.Machine.PreserveTimeout},
 		{"driver-startup-timeout", o.DriverStartupTimeout},
 		{"driver-probe-timeout", o.DriverProbeTimeout},
 		{"machine-safety-orphan-vms-period", o.Safety.OrphanVMsPeriod},

@@ -68,12 +68,6 @@ type helpResult struct {
 	err error
 }
 
-// pendingPages are pages other work in flight adds; links to them are
-// accepted until they exist. Remove an entry once its page is merged.
-var pendingPages = map[string]bool{
-	"docs/preservation.md": true,
-}
-
 // builtPrefixes name paths that exist only once built or generated
 // (bin/, _output/), or on a user's machine.
 var builtPrefixes = []string{"bin/", "_output/", "~", "/"}
@@ -368,9 +362,6 @@ func (c *checker) repoPath(w string) (string, bool) {
 }
 
 func (c *checker) exists(p string) bool {
-	if pendingPages[strings.TrimSuffix(p, "/")] {
-		return true
-	}
 	matches, _ := filepath.Glob(filepath.Join(c.root, p))
 	return len(matches) > 0
 }

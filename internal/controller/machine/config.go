@@ -8,7 +8,7 @@ import (
 )
 
 // Config holds the manager-wide lifecycle defaults (the manager's flags).
-// A Machine's spec.lifecycle overrides the first six.
+// A Machine's spec.lifecycle overrides the first six and PreserveTimeout.
 type Config struct {
 	// CreationTimeout bounds creation → Running; then the Machine is Failed.
 	CreationTimeout time.Duration
@@ -45,6 +45,8 @@ type Config struct {
 	VolumeDetachTimeout time.Duration
 	// UnreachableForceDrainAfter forces the drain of a Node that has not been Ready this long.
 	UnreachableForceDrainAfter time.Duration
+	// PreserveTimeout bounds how long a Machine is preserved (docs/preservation.md).
+	PreserveTimeout time.Duration
 	// HealthResync re-checks Running Machines this often even without events.
 	HealthResync time.Duration
 }
@@ -69,25 +71,26 @@ func DefaultConfig() Config {
 		VolumeDetachTimeout:        2 * time.Minute,
 		UnreachableForceDrainAfter: 5 * time.Minute,
 		HealthResync:               10 * time.Minute,
+		PreserveTimeout:            72 * time.Hour,
 	}
 }
 
 // lifecycle is the effective lifecycle of one Machine: its overrides over the defaults.
 type lifecycle struct {
 	creationTimeout, healthTimeout, drainTimeout time.Duration
+	preserveTimeout, nodeDeletionTimeout         time.Duration
 	maxEvictRetries                              int32
 	nodeConditions                               []string
-	nodeDeletionTimeout                          time.Duration
 }
 
 func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
 	l := lifecycle{
-		creationTimeout: c.CreationTimeout,
-		healthTimeout:   c.HealthTimeout,
-		drainTimeout:    c.DrainTimeout,
-		maxEvictRetries: c.MaxEvictRetries,
-		nodeConditions:  c.NodeConditions,
-
+		creationTimeout:     c.CreationTimeout,
+		healthTimeout:       c.HealthTimeout,
+		drainTimeout:        c.DrainTimeout,
+		maxEvictRetries:     c.MaxEvictRetries,
+		nodeConditions:      c.NodeConditions,
+		preserveTimeout:     c.PreserveTimeout,
 		nodeDeletionTimeout: c.NodeDeletionTimeout,
 	}
 	o := m.Spec.Lifecycle
@@ -102,6 +105,9 @@ func (c Config) lifecycleOf(m *v1alpha1.Machine) lifecycle {
 	}
 	if o.MaxEvictRetries != nil {
 		l.maxEvictRetries = *o.MaxEvictRetries
+	}
+	if o.PreserveTimeout != nil {
+		l.preserveTimeout = o.PreserveTimeout.Duration
 	}
 	if o.NodeConditions != nil {
 		l.nodeConditions = o.NodeConditions

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 )
 
 // nodeHealth is the verdict on a Machine's Node.
@@ -167,10 +168,13 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 	}
 	groupKey := m.Namespace + "/" + fmt.Sprint(group)
 	inFlight := map[string]bool{}
-	exists := map[string]bool{}
+	exists, decided := map[string]bool{}, map[string]bool{}
 	for _, other := range machines.Items {
 		exists[other.Name] = true
-		if other.Name != m.Name && other.Status.FailureReason != "" {
+		decided[other.Name] = other.Status.FailureReason != ""
+		// A preserved Machine's replacement is already made: it is no
+		// longer in flight (docs/preservation.md).
+		if other.Name != m.Name && decided[other.Name] && !preserve.Held(&other) {
 			inFlight[other.Name] = true
 		}
 	}
@@ -179,7 +183,7 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 		// Forgotten once the cache shows the decision, or the Machine is
 		// gone altogether (replaced faster than the next check), or its
 		// write was lost.
-		if inFlight[name] || !exists[name] || now.Sub(at) > ledgerTTL {
+		if decided[name] || !exists[name] || now.Sub(at) > ledgerTTL {
 			delete(pending, name)
 			continue
 		}

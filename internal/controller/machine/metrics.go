@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -31,6 +33,8 @@ var (
 	machinesDesc = prometheus.NewDesc("millwright_machines",
 		"Machines by namespace, phase (Unknown and Failed included) and MachineDeployment (empty for a Machine of none).",
 		[]string{"namespace", "phase", "deployment"}, nil)
+	preservedDesc = prometheus.NewDesc("millwright_machines_preserved",
+		"Machines preserved (condition Preserved True) by namespace and reason (docs/preservation.md).", []string{"namespace", "reason"}, nil)
 )
 
 func init() {
@@ -64,7 +68,10 @@ func RegisterPhaseMetrics(reader client.Reader) error {
 	return metrics.Registry.Register(phaseCollector{reader: reader})
 }
 
-func (c phaseCollector) Describe(ch chan<- *prometheus.Desc) { ch <- machinesDesc }
+func (c phaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- machinesDesc
+	ch <- preservedDesc
+}
 
 func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -74,12 +81,19 @@ func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	type key struct{ ns, phase, deployment string }
-	counts := map[key]int{}
+	type preservedKey struct{ ns, reason string }
+	counts, preserved := map[key]int{}, map[preservedKey]int{}
 	for i := range list.Items {
 		m := &list.Items[i]
 		counts[key{m.Namespace, string(m.Status.Phase), m.Labels[v1alpha1.MachineDeploymentNameLabel]}]++
+		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PreservedCondition); c != nil && c.Status == metav1.ConditionTrue {
+			preserved[preservedKey{m.Namespace, c.Reason}]++
+		}
 	}
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase, k.deployment)
+	}
+	for k, n := range preserved {
+		ch <- prometheus.MustNewConstMetric(preservedDesc, prometheus.GaugeValue, float64(n), k.ns, k.reason)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
@@ -41,7 +42,8 @@ func (r *Reconciler) findNode(ctx context.Context, s *scope) (reconcile.Result, 
 	}
 	s.node = node
 	m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: node.Name}
-	if node.Annotations[v1alpha1.NodeTriggerDeletionAnnotation] == "true" {
+	if node.Annotations[v1alpha1.NodeTriggerDeletionAnnotation] == "true" && !preserve.Held(m) {
+		// A preserved Machine is kept until its preservation ends (docs/preservation.md).
 		s.event(corev1.EventTypeNormal, "TriggerDeletion", "Node "+node.Name+" asks for its Machine to be replaced; deleting the Machine")
 		s.stop = true
 		return reconcile.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, m))

@@ -91,6 +91,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var res reconcile.Result
 	if m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
+		if err == nil && !r.frozen() {
+			var pres reconcile.Result
+			pres, err = r.reconcilePreservation(ctx, s)
+			res = requeue.Soonest(res, pres)
+		}
 	} else {
 		res, err = r.reconcileDelete(ctx, s)
 	}
@@ -138,6 +143,15 @@ type Gate interface {
 
 // frozenRequeue is how soon a Machine skipped while frozen is looked at again.
 const frozenRequeue = 5 * time.Second
+
+// frozen reports whether the safety controller's gate is closed.
+func (r *Reconciler) frozen() bool {
+	if r.Gate == nil {
+		return false
+	}
+	frozen, _ := r.Gate.Frozen()
+	return frozen
+}
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if r.Gate != nil {

@@ -83,6 +83,7 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 	}
 	ms.Spec.Selector.MatchLabels[v1alpha1.TemplateHashLabel] = hash
 	syncTemplate(md, ms)
+	ms.Spec.AutoPreserveFailedMax = autoPreserveLimit(s, true)
 	setRevision(&ms.Annotations, s.newRevision)
 	s.setReplicasAnnotations(&ms.Annotations)
 	if capacity, ok, err := r.capacityFor(ctx, s, &ms.Spec.Template); err != nil {

@@ -15,12 +15,13 @@ import (
 // countStatus computes the counts of a deployment's status from its sets,
 // keeping the conditions and collisionCount of st.
 func countStatus(st *v1alpha1.MachineDeploymentStatus, md *v1alpha1.MachineDeployment, newSet *v1alpha1.MachineSet, sets []*v1alpha1.MachineSet) {
-	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0, 0
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.PreservedReplicas = 0, 0, 0, 0, 0
 	st.FailedMachines = nil
 	for _, ms := range sets {
 		st.Replicas += ms.Status.Replicas
 		st.ReadyReplicas += ms.Status.ReadyReplicas
 		st.AvailableReplicas += ms.Status.AvailableReplicas
+		st.PreservedReplicas += ms.Status.PreservedReplicas
 		st.FailedMachines = append(st.FailedMachines, ms.Status.FailedMachines...)
 	}
 	if newSet != nil {

@@ -16,5 +16,11 @@ var shortCircuited = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 }, []string{"namespace", "machinehealthcheck"})
 
 func init() {
-	metrics.Registry.MustRegister(remediationsStarted, shortCircuited)
+	metrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors are the health checks' metrics (for the generated reference,
+// docs/metrics.md).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{remediationsStarted, shortCircuited}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/names"
 )
@@ -186,21 +187,16 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 
 // scale creates or deletes Machines towards spec.replicas, replacing Failed ones.
 func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, error) {
-	var alive, inCreation []*v1alpha1.Machine
+	var alive, inCreation, failed []*v1alpha1.Machine
 	joined, failedEarly := 0, 0
 	for _, m := range s.owned {
 		switch {
 		case !m.DeletionTimestamp.IsZero():
+		case preserve.Held(m):
+			// Kept, but not one of the replicas: its replacement is
+			// created below (docs/preservation.md).
 		case m.Status.FailureReason != "":
-			// Replace it: delete, and let the count below create its successor.
-			why := "it failed: " + m.Status.FailureReason
-			if err := r.deleteMachine(ctx, s, m, why); err != nil {
-				return reconcile.Result{}, err
-			}
-			r.event(s.ms, corev1.EventTypeNormal, "MachineDeleted", "deleting Machine "+m.Name+": "+why)
-			if !everRunning(m) {
-				failedEarly++
-			}
+			failed = append(failed, m)
 		default:
 			alive = append(alive, m)
 			if everRunning(m) {
@@ -209,6 +205,24 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 				inCreation = append(inCreation, m)
 			}
 		}
+	}
+	kept, err := r.autoPreserve(ctx, s, failed)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for _, m := range failed {
+		if !everRunning(m) {
+			failedEarly++
+		}
+		if kept[m.Name] {
+			continue // kept by auto-preservation; replaced all the same
+		}
+		// Replace it: delete, and let the count below create its successor.
+		why := "it failed: " + m.Status.FailureReason
+		if err := r.deleteMachine(ctx, s, m, why); err != nil {
+			return reconcile.Result{}, err
+		}
+		r.event(s.ms, corev1.EventTypeNormal, "MachineDeleted", "deleting Machine "+m.Name+": "+why)
 	}
 	if failedEarly > 0 {
 		r.replacements.failed(s.key, failedEarly, joined, s.now)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 )
 
 // updateStatus computes the MachineSet's status once, from its Machines,
@@ -17,7 +18,7 @@ import (
 func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 	st := &s.ms.Status
 	templateLabels := labels.SelectorFromSet(s.ms.Spec.Template.Metadata.Labels)
-	var replicas, fullyLabeled, ready, available int32
+	var replicas, preserved, fullyLabeled, ready, available int32
 	var failed []v1alpha1.MachineSummary
 	var nextAvailable time.Duration
 	minReady := time.Duration(s.ms.Spec.MinReadySeconds) * time.Second
@@ -28,6 +29,10 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 			})
 		}
 		if !m.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if preserve.Held(m) {
+			preserved++ // not one of the replicas (docs/preservation.md)
 			continue
 		}
 		replicas++
@@ -47,6 +52,7 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 	st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas = replicas, fullyLabeled, ready, available
+	st.PreservedReplicas = preserved
 	st.FailedMachines = failed
 	st.Selector = s.selector.String()
 	st.ObservedGeneration = s.ms.Generation

@@ -16,6 +16,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 )
 
 // overshootVerdict is what the overshoot check does to one MachineSet or
@@ -108,7 +109,10 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	return o.apply(ctx, md, "MachineDeployment", n, md.Spec.Replicas+surge)
 }
 
-// countMachines counts the Machines ms controls that are not being deleted.
+// countMachines counts the Machines ms controls that are not being deleted
+// nor preserved: a preserved Machine was replaced on purpose, and the
+// limits that bound how many exist (autoPreserveFailedMax, the preserve
+// timeout) bound it instead (docs/preservation.md).
 func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
 	machines := &v1alpha1.MachineList{}
 	if err := o.client.List(ctx, machines, client.InNamespace(ms.Namespace),
@@ -118,7 +122,7 @@ func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) 
 	var n int32
 	for i := range machines.Items {
 		m := &machines.Items[i]
-		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() {
+		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !preserve.Held(m) {
 			n++
 		}
 	}

@@ -151,3 +151,34 @@ func (w *world) setAnnotation(obj client.Object, key, value string) {
 		w.T.Fatal(err)
 	}
 }
+
+// A preserved Machine is outside the overshoot count (docs/preservation.md):
+// a set of replicas 1 + maxSurge 1 + safety-up 2 whose fourth Machine is
+// preserved stays unfrozen, and freezes once that Machine counts again.
+func TestOvershootDoesNotCountPreservedMachines(t *testing.T) {
+	w := newWorld(t, setup{cfg: testConfig()})
+	w.Class("c", controllertest.SimSpec)
+	_, ms := w.deploymentAndSet("web", 1)
+	for i := range 3 {
+		w.ownedMachine(ms, fmt.Sprint("m", i))
+	}
+	w.Machine("kept", "c", func(m *v1alpha1.Machine) {
+		m.Labels = map[string]string{v1alpha1.MachineDeploymentNameLabel: ms.Labels[v1alpha1.MachineDeploymentNameLabel]}
+		m.OwnerReferences = []metav1.OwnerReference{controllerRef(ms, "MachineSet")}
+		m.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveNow}
+	})
+	w.staysUnfrozen(ms, 2*time.Second)
+	w.RemoveAnnotation("kept", v1alpha1.PreserveAnnotation)
+	// The check wakes on Machines created or deleted, on a change of the
+	// set, and every period: poke the set until its cache shows the
+	// Machine no longer preserved, rather than wait a period.
+	poke := 0
+	w.Eventually(10*time.Second, "the set frozen once the Machine counts", func() (bool, error) {
+		if _, ok := w.get(ms).GetLabels()[v1alpha1.FrozenLabel]; ok {
+			return true, nil
+		}
+		poke++
+		w.setAnnotation(ms, "example.com/poke", fmt.Sprint(poke))
+		return false, nil
+	})
+}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 )
 
 // Count counts a set's Machines as of now. A Machine is available when it
@@ -16,6 +17,9 @@ import (
 // becomes available (0: none pending), when the deployment must look again.
 func Count(machines []*v1alpha1.Machine, minReady time.Duration, now, supersededAt time.Time) (c Counts, next time.Duration) {
 	for _, m := range machines {
+		if m.DeletionTimestamp.IsZero() && preserve.Held(m) {
+			continue // kept, and replaced: neither a replica nor a surge Machine (docs/preservation.md)
+		}
 		c.Machines++
 		if !m.DeletionTimestamp.IsZero() {
 			c.Terminating++

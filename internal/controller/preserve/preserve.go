@@ -1,0 +1,93 @@
+// Package preserve holds what the machine, MachineSet, MachineDeployment and
+// safety controllers must agree on about Machine preservation
+// (docs/preservation.md): which preserve requests a Machine and its Node
+// carry, and whether its owner must keep it out of its counts and never
+// delete it.
+package preserve
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// Request is what a Machine's and its Node's annotations ask for.
+type Request struct {
+	// Reason is the Preserved condition's reason when the Machine is to be
+	// kept now; empty when nothing asks for it (yet).
+	Reason string
+	// Source says, for people, which annotation asks.
+	Source string
+	// Invalid, when set, says which annotation has an unknown value: the
+	// Machine is not preserved until it is fixed.
+	Invalid string
+}
+
+// Failed reports whether the Machine failed for good.
+func Failed(m *v1alpha1.Machine) bool { return m.Status.FailureReason != "" }
+
+// Requested reads the preserve annotations of m and of its Node (nil when
+// it has none). The Machine's annotation decides over its Node's; "false"
+// on either keeps the Machine from being preserved at all.
+func Requested(m *v1alpha1.Machine, node *corev1.Node) Request {
+	type ask struct{ where, value string }
+	var asks []ask
+	if v, ok := m.Annotations[v1alpha1.PreserveAnnotation]; ok {
+		asks = append(asks, ask{"Machine " + m.Name, v})
+	}
+	if node != nil {
+		if v, ok := node.Annotations[v1alpha1.PreserveAnnotation]; ok {
+			asks = append(asks, ask{"Node " + node.Name, v})
+		}
+	}
+	for _, a := range asks {
+		switch a.value {
+		case v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever:
+		default:
+			return Request{Invalid: fmt.Sprintf("%s has %s=%q; the known values are %q, %q and %q",
+				a.where, v1alpha1.PreserveAnnotation, a.value, v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever)}
+		}
+	}
+	for _, a := range asks {
+		switch {
+		case a.value == v1alpha1.PreserveNever:
+			return Request{}
+		case a.value == v1alpha1.PreserveNow:
+			return Request{Reason: v1alpha1.PreservedNowReason, Source: a.where + " has " + v1alpha1.PreserveAnnotation + "=" + a.value}
+		case a.value == v1alpha1.PreserveWhenFailed && Failed(m):
+			return Request{Reason: v1alpha1.PreservedWhenFailedReason, Source: a.where + " has " + v1alpha1.PreserveAnnotation + "=" + a.value + " and the Machine failed"}
+		}
+	}
+	if Failed(m) && m.Annotations[v1alpha1.AutoPreservedAnnotation] == "true" {
+		return Request{Reason: v1alpha1.PreservedAutoReason, Source: "its MachineSet keeps it under spec.autoPreserveFailedMax"}
+	}
+	return Request{}
+}
+
+// Held reports whether an owner must keep m: not count it as one of its
+// replicas, not delete it, and create its replacement. The Preserved
+// condition decides once the machine controller has written it; before
+// that, the Machine's own annotations do, so that a Machine that fails
+// with preservation asked is never deleted in the moment before its
+// condition is written.
+func Held(m *v1alpha1.Machine) bool {
+	if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PreservedCondition); c != nil {
+		return c.Status == metav1.ConditionTrue
+	}
+	r := Requested(m, nil)
+	return r.Reason != ""
+}
+
+// Auto reports whether m is kept under its MachineSet's autoPreserveFailedMax.
+func Auto(m *v1alpha1.Machine) bool {
+	return m.Annotations[v1alpha1.AutoPreservedAnnotation] == "true"
+}
+
+// OptedOut reports whether m's own annotation forbids preserving it.
+func OptedOut(m *v1alpha1.Machine) bool {
+	return m.Annotations[v1alpha1.PreserveAnnotation] == v1alpha1.PreserveNever
+}
