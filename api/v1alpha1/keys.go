@@ -26,6 +26,8 @@ const (
 	DesiredReplicasAnnotation = GroupName + "/desired-replicas"
 	// MaxReplicasAnnotation on a MachineSet is its deployment's replicas + maxSurge when last scaled: the base of proportional scaling.
 	MaxReplicasAnnotation = GroupName + "/max-replicas"
+	// RolloutAfterAnnotation on a MachineSet is the deployment's spec.rolloutAfter (RFC 3339) that had passed when the set was created: the restart the set answers.
+	RolloutAfterAnnotation = GroupName + "/rollout-after"
 	// SupersededAtAnnotation on an OnDelete deployment's MachineSet is when it stopped being the newest.
 	SupersededAtAnnotation = GroupName + "/superseded-at"
 

@@ -151,20 +151,28 @@ func (r *Reconciler) release(ctx context.Context, s *scope, ms *v1alpha1.Machine
 	return nil
 }
 
-// classify splits the sets into the new one (the oldest current one, see
-// isCurrentSet) and the old ones, and works out the new set's revision. A
-// spec.rolloutAfter still to come asks to be woken when it passes.
+// classify splits the sets into the new one and the old ones, and works
+// out the new set's revision. The new one is the current one (see
+// isCurrentSet) answering the latest restart (a spec.rolloutAfter), the
+// oldest of those on a tie: while a rolloutAfter is still to come every
+// set of the template is current, and the one the last restart made must
+// stay the new one. A spec.rolloutAfter still to come asks to be woken
+// when it passes.
 func (r *Reconciler) classify(_ context.Context, s *scope) (reconcile.Result, error) {
 	var res reconcile.Result
 	if t := s.md.Spec.RolloutAfter; t != nil && s.now.Before(t.Time) {
 		res.RequeueAfter = t.Sub(s.now)
 	}
 	for _, ms := range s.sets {
-		if s.newSet == nil && ms.DeletionTimestamp.IsZero() && isCurrentSet(ms, s.md, s.now) {
+		if ms.DeletionTimestamp.IsZero() && isCurrentSet(ms, s.md, s.now) &&
+			(s.newSet == nil || answeredRestart(ms).After(answeredRestart(s.newSet))) {
 			s.newSet = ms
-			continue
 		}
-		s.oldSets = append(s.oldSets, ms)
+	}
+	for _, ms := range s.sets {
+		if ms != s.newSet {
+			s.oldSets = append(s.oldSets, ms)
+		}
 	}
 	current := int64(0)
 	if s.newSet != nil {

@@ -41,15 +41,30 @@ func restartDue(md *v1alpha1.MachineDeployment, now time.Time) *metav1.Time {
 
 // isCurrentSet reports whether ms makes the deployment's current Machines:
 // the same Machines as its template and, once spec.rolloutAfter has
-// passed, created at or after it (an older set is rolled out like one of
-// another template). CreationTimestamp and rolloutAfter both have whole
-// seconds, so a set created in the second rolloutAfter names is current.
+// passed, created to answer that restart or a later one (the
+// rollout-after annotation createNewSet records). The set's own
+// creationTimestamp is not compared: it comes from the API server's
+// clock, rolloutAfter's passing from the manager's.
 func isCurrentSet(ms *v1alpha1.MachineSet, md *v1alpha1.MachineDeployment, now time.Time) bool {
 	if !sameMachines(&ms.Spec.Template, &md.Spec.Template) {
 		return false
 	}
 	due := restartDue(md, now)
-	return due == nil || !ms.CreationTimestamp.Before(due)
+	if due == nil {
+		return true
+	}
+	return !answeredRestart(ms).Before(due.Time)
+}
+
+// answeredRestart is the spec.rolloutAfter a set was created to answer
+// (its rollout-after annotation); the zero time for none, or one that
+// cannot be read.
+func answeredRestart(ms *v1alpha1.MachineSet) time.Time {
+	t, err := time.Parse(time.RFC3339, ms.Annotations[v1alpha1.RolloutAfterAnnotation])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // templateHash names the MachineSet of a template: a short hash of its

@@ -85,37 +85,38 @@ func TestTemplateHashCollisionCount(t *testing.T) {
 }
 
 // A set stops being current only once spec.rolloutAfter has passed and
-// only if it was created before it; the set made for the restart has a
-// name of its own and stays current.
+// only if it was not made to answer it (or a later one); the set made for
+// the restart has a name of its own and stays current.
 func TestIsCurrentSetAfterRolloutAfter(t *testing.T) {
-	created := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	ms := &v1alpha1.MachineSet{
-		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)},
-		Spec:       v1alpha1.MachineSetSpec{Template: *baseTemplate()},
-	}
-	restart := metav1.NewTime(created.Add(time.Hour))
+	restart := metav1.NewTime(time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC))
 	md := &v1alpha1.MachineDeployment{Spec: v1alpha1.MachineDeploymentSpec{Template: *baseTemplate(), RolloutAfter: &restart}}
-
+	set := func(answered string) *v1alpha1.MachineSet {
+		ms := &v1alpha1.MachineSet{Spec: v1alpha1.MachineSetSpec{Template: *baseTemplate()}}
+		if answered != "" {
+			ms.Annotations = map[string]string{v1alpha1.RolloutAfterAnnotation: answered}
+		}
+		return ms
+	}
 	for _, c := range []struct {
-		name       string
-		setCreated time.Time
-		now        time.Time
-		want       bool
+		name     string
+		answered string
+		now      time.Time
+		want     bool
 	}{
-		{"rolloutAfter still to come", created, restart.Add(-time.Second), true},
-		{"rolloutAfter passed, set older", created, restart.Time, false},
-		{"set made in rolloutAfter's second", restart.Time, restart.Add(time.Minute), true},
-		{"set made after rolloutAfter", restart.Add(time.Second), restart.Add(time.Minute), true},
+		{"rolloutAfter still to come", "", restart.Add(-time.Millisecond), true},
+		{"rolloutAfter passed, set made before it", "", restart.Time, false},
+		{"set made for an earlier restart", "2026-11-24T10:00:00Z", restart.Add(time.Minute), false},
+		{"set made for this restart", "2026-11-24T11:00:00Z", restart.Add(time.Minute), true},
+		{"set made after a later one", "2026-11-24T12:00:00Z", restart.Add(time.Minute), true},
+		{"unreadable annotation", "yesterday", restart.Add(time.Minute), false},
 	} {
-		ms.CreationTimestamp = metav1.NewTime(c.setCreated)
-		if got := isCurrentSet(ms, md, c.now); got != c.want {
+		if got := isCurrentSet(set(c.answered), md, c.now); got != c.want {
 			t.Errorf("%s: isCurrentSet = %v, want %v", c.name, got, c.want)
 		}
 	}
-	other := baseTemplate()
-	other.Spec.Class.Name = "large"
-	ms.Spec.Template = *other
-	if isCurrentSet(ms, md, created) {
+	other := set("")
+	other.Spec.Template.Spec.Class.Name = "large"
+	if isCurrentSet(other, md, restart.Add(-time.Hour)) {
 		t.Error("a set of another template is current")
 	}
 

@@ -12,7 +12,8 @@ import (
 // TestRolloutAfterReplacesEveryMachine: setting spec.rolloutAfter to now
 // rolls out a new set of the same template within the strategy's bounds,
 // replacing every Machine; once done, later reconciles (a scale-up) make
-// no third set.
+// no third set; a rolloutAfter still to come starts a rollout when it
+// passes.
 func TestRolloutAfterReplacesEveryMachine(t *testing.T) {
 	h := newHarness(t)
 	h.Class("v1", slowSpec)
@@ -49,5 +50,17 @@ func TestRolloutAfterReplacesEveryMachine(t *testing.T) {
 	h.waitComplete("web", 90*time.Second)
 	if sets := h.setsByRevision("web"); len(sets) != 2 {
 		t.Errorf("a scale-up after the restart made another set: %v", summary(sets))
+	}
+
+	// A time to come: nothing else happens meanwhile, so only the
+	// controller waking itself at that time starts the rollout.
+	later := metav1.NewTime(time.Now().Add(3 * time.Second))
+	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.RolloutAfter = &later })
+	h.Eventually(60*time.Second, "a third set once the later rolloutAfter passed", func() (bool, error) {
+		return len(h.sets("web")) == 3, nil
+	})
+	h.waitComplete("web", 120*time.Second)
+	if sets := h.setsByRevision("web"); len(sets) != 3 || sets[3].Spec.Replicas != 5 {
+		t.Errorf("sets after the second restart: %v", summary(sets))
 	}
 }

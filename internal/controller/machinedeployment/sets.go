@@ -86,6 +86,9 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 	ms.Spec.AutoPreserveFailedMax = autoPreserveLimit(s, true)
 	setRevision(&ms.Annotations, s.newRevision)
 	s.setReplicasAnnotations(&ms.Annotations)
+	if due := restartDue(md, s.now); due != nil {
+		ms.Annotations[v1alpha1.RolloutAfterAnnotation] = due.UTC().Format(time.RFC3339)
+	}
 	if capacity, ok, err := r.capacityFor(ctx, s, &ms.Spec.Template); err != nil {
 		return reconcile.Result{}, err
 	} else if ok {
