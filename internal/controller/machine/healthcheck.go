@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -65,9 +64,7 @@ func (r *Reconciler) healthCheckToMachines(ctx context.Context, o client.Object)
 	}
 	reqs := make([]reconcile.Request, 0, len(machines.Items))
 	for i := range machines.Items {
-		if sel.Matches(labels.Set(machines.Items[i].Labels)) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
 	}
 	return reqs
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
@@ -93,7 +94,12 @@ func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthChe
 	var out []*target
 	for i := range machines.Items {
 		m := &machines.Items[i]
-		if !m.DeletionTimestamp.IsZero() || !selects(mhc, labels.Set(m.Labels)) {
+		// A preserved failed Machine is remediated already (its
+		// replacement exists) and kept for debugging: like one being
+		// deleted, it is neither expected, unhealthy nor in flight, or it
+		// would hold maxInFlight and the short-circuit for the whole
+		// preserve timeout (docs/health-checks.md).
+		if !m.DeletionTimestamp.IsZero() || (preserve.Failed(m) && preserve.Held(m)) || !selects(mhc, labels.Set(m.Labels)) {
 			continue
 		}
 		t := &target{machine: m}

@@ -6,8 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
 
@@ -75,8 +80,45 @@ func TestTwoConditionsReplaceTheSelectedMachinesEachAfterItsTimeout(t *testing.T
 	if c := conditionOf(m.Status.Conditions, v1alpha1.HealthCheckSucceededCondition); c != nil {
 		t.Errorf("Machine %s, which no health check selects, has %+v", db.Name, c)
 	}
-	mhc := getHealthCheck(h, "web")
-	if mhc.Status.ExpectedMachines != 3 {
-		t.Errorf("expectedMachines = %d, want 3", mhc.Status.ExpectedMachines)
+	h.Eventually(30*time.Second, "the health check to expect the set's 3 Machines", func() (bool, error) {
+		return getHealthCheck(h, "web").Status.ExpectedMachines == 3, nil
+	})
+}
+
+// TestPreservedFailedMachineHoldsNoRemediationSlot: a Machine the health
+// check remediated and preservation keeps (when-failed) is done with: it
+// does not hold the one maxInFlight slot, so the next unhealthy Machine is
+// remediated while the first is still kept.
+func TestPreservedFailedMachineHoldsNoRemediationSlot(t *testing.T) {
+	h := newHarness(t)
+	h.Class("small", `{"region":"local","zones":["local-a"]}`)
+	setWithTimeout(h, "web", 2, time.Hour)
+	healthCheck(h, "web", v1alpha1.MachineHealthCheckSpec{
+		Selector: selecting("web"),
+		Checks: v1alpha1.MachineHealthCheckChecks{UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
+			nodeCondition("Ready", "False", time.Second),
+		}},
+		Remediation: v1alpha1.MachineHealthCheckRemediation{MaxInFlight: ptr.To(intstr.FromInt32(1))},
+	})
+	web := waitRunning(h, "web", 2)
+	kept, next := web[0], web[1]
+	base := kept.DeepCopy()
+	kept.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveWhenFailed}
+	if err := controllertest.Env.Client.Patch(ctx, &kept, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+
+	setNodeReady(h, kept, false)
+	h.Eventually(60*time.Second, "the remediated Machine to be kept by preservation", func() (bool, error) {
+		m := getMachine(h, kept.Name)
+		return m != nil && m.Status.FailureReason != "" &&
+			meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.PreservedCondition), nil
+	})
+	setNodeReady(h, next, false)
+	h.Eventually(60*time.Second, "the second unhealthy Machine to be remediated while the first is kept", func() (bool, error) {
+		return replaced(h, next.Name), nil
+	})
+	if m := getMachine(h, kept.Name); m == nil || !m.DeletionTimestamp.IsZero() {
+		t.Errorf("the preserved Machine %s went while preserved", kept.Name)
 	}
 }
