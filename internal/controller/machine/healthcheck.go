@@ -33,15 +33,16 @@ func (r *Reconciler) ownerRemediation(ctx context.Context, s *scope) (reconcile.
 		return reconcile.Result{}, nil
 	}
 	allowed, why, err := r.replacementAllowed(ctx, s.machine, s.now)
-	if err != nil || !allowed {
-		if err == nil {
-			desc := "a MachineHealthCheck found the Machine unhealthy, but its replacement is deferred: " + why
-			if s.machine.Status.LastOperation.Description != desc {
-				s.event(corev1.EventTypeWarning, "ReplacementDeferred", desc)
-			}
-			s.operation(v1alpha1.OperationHealthCheck, v1alpha1.OperationProcessing, "", desc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !allowed {
+		desc := "a MachineHealthCheck found the Machine unhealthy, but its replacement is deferred: " + why
+		if s.machine.Status.LastOperation.Description != desc {
+			s.event(corev1.EventTypeWarning, "ReplacementDeferred", desc)
 		}
-		return reconcile.Result{RequeueAfter: r.Config.BackoffBase}, err
+		s.operation(v1alpha1.OperationHealthCheck, v1alpha1.OperationProcessing, "", desc)
+		return reconcile.Result{RequeueAfter: r.Config.BackoffBase}, nil
 	}
 	s.fail(FailureHealthCheck, "a MachineHealthCheck found the Machine unhealthy: "+c.Message)
 	return reconcile.Result{}, nil

@@ -31,7 +31,7 @@ func TestClassChangeIsAppliedInPlace(t *testing.T) {
 	if err := controllertest.Env.Client.Patch(context.Background(), class, patch); err != nil {
 		t.Fatal(err)
 	}
-	h.Eventually(15*time.Second, "the VM to carry the new tags", func() (bool, error) {
+	h.Eventually(60*time.Second, "the VM to carry the new tags", func() (bool, error) {
 		vm := h.VMs("m")[0]
 		return vm.Updates == 1 && vm.Tags["team"] == "payments" && vm.Tags["cost"] == "42", nil
 	})
@@ -43,12 +43,12 @@ func TestClassChangeIsAppliedInPlace(t *testing.T) {
 	if err := controllertest.Env.Client.Patch(context.Background(), class, patch); err != nil {
 		t.Fatal(err)
 	}
-	h.Eventually(15*time.Second, "the dropped tag to go", func() (bool, error) {
+	h.Eventually(60*time.Second, "the dropped tag to go", func() (bool, error) {
 		vm := h.VMs("m")[0]
 		_, cost := vm.Tags["cost"]
 		return vm.Updates == 2 && !cost && vm.Tags["team"] == "payments", nil
 	})
-	h.Eventually(10*time.Second, "the new hash to be recorded", func() (bool, error) {
+	h.Eventually(60*time.Second, "the new hash to be recorded", func() (bool, error) {
 		m := h.Get("m")
 		return m.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation] != applied &&
 			m.Status.LastOperation.Type == v1alpha1.OperationUpdate && m.Status.LastOperation.State == v1alpha1.OperationSucceeded, nil
