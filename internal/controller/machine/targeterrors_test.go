@@ -83,6 +83,10 @@ func TestNodeDeletionForbiddenKeepsRetrying(t *testing.T) {
 	// the second such deletion saw the deadline passed, and a third
 	// deletion proves it did not let the Machine go.
 	h.Eventually(30*time.Second, "three Node deletions past the node deletion timeout", func() (bool, error) {
+		err := controllertest.Env.Client.Get(t.Context(), client.ObjectKeyFromObject(running), &v1alpha1.Machine{})
+		if apierrors.IsNotFound(err) {
+			return false, errors.New("the Machine went: the node deletion timeout gave up on a Forbidden answer")
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		late := 0
