@@ -85,6 +85,14 @@ type DrainStatus struct {
 	// BlockingPodCount is how many pods the drain waits for at this point.
 	// +optional
 	BlockingPodCount int32 `json:"blockingPodCount,omitempty"`
+
+	// UnreachableSince is when the Node's cluster stopped answering the
+	// drain; unset once it answers again. A forced drain is skipped only
+	// after the cluster has been unreachable for the drain timeout in a
+	// row, so one failed call during an API server upgrade does not skip
+	// it (docs/drain.md).
+	// +optional
+	UnreachableSince *metav1.Time `json:"unreachableSince,omitempty"`
 }
 
 // VolumeWait is a wait for a pod's volumes to detach from the Node.

@@ -72,6 +72,14 @@ func TestSeparateControlAndTargetClusters(t *testing.T) {
 // whose machine controller reaches Nodes and pods in the target.
 func splitClusters(t *testing.T, ns string, cfg machine.Config) (*testenv.Env, *controllertest.Harness) {
 	t.Helper()
+	return splitClustersWith(t, ns, cfg, nil, nil)
+}
+
+// splitClustersWith is splitClusters with the controller's cached (Target)
+// and uncached (TargetAPI) target clients passed through wrapTarget and
+// wrapAPI when set, to make the target cluster answer errors.
+func splitClustersWith(t *testing.T, ns string, cfg machine.Config, wrapTarget, wrapAPI func(client.Client) client.Client) (*testenv.Env, *controllertest.Harness) {
+	t.Helper()
 	target, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +113,16 @@ func splitClusters(t *testing.T, ns string, cfg machine.Config) (*testenv.Env, *
 	if err := mgr.Add(targetCluster); err != nil {
 		t.Fatal(err)
 	}
+	targetClient, targetAPI := targetCluster.GetClient(), target.Client
+	if wrapTarget != nil {
+		targetClient = wrapTarget(targetClient)
+	}
+	if wrapAPI != nil {
+		targetAPI = wrapAPI(targetAPI)
+	}
 	r := &machine.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Target: targetCluster.GetClient(), TargetAPI: target.Client,
+		Target: targetClient, TargetAPI: targetAPI,
 		Drivers: map[string]driver.Driver{"sim": s}, Config: cfg,
 		Recorder: mgr.GetEventRecorder("machine-controller"),
 	}

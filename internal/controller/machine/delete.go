@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -172,10 +173,21 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		Rules:               rules,
 		Now:                 func() time.Time { return s.now },
 	})
-	if err != nil && d.ForceReason != "" && targetUnreachable(err) {
-		// Forced, and the Node's cluster cannot be reached to delete its
-		// pods: they go with the VM, as a forced drain's would.
-		msg := fmt.Sprintf("skipped the forced drain of Node %s, its cluster cannot be reached: %v", s.node.Name, err)
+	// How long the cluster has been unreachable lives in status, so that a
+	// restart neither forgets nor restarts it; any answer resets it.
+	if !targetUnreachable(err) {
+		d.Drain.UnreachableSince = nil
+	} else if d.Drain.UnreachableSince == nil {
+		d.Drain.UnreachableSince = ptr.To(metav1.NewTime(s.now))
+	}
+	if err != nil && d.ForceReason != "" && d.Drain.UnreachableSince != nil &&
+		!s.now.Before(d.Drain.UnreachableSince.Add(s.life.drainTimeout)) {
+		// Forced, and the Node's cluster has not been reachable for the
+		// drain timeout to delete its pods: they go with the VM, as a
+		// forced drain's would. A shorter outage (an API server upgrade)
+		// only delays the drain.
+		msg := fmt.Sprintf("skipped the forced drain of Node %s, its cluster cannot be reached since %s: %v",
+			s.node.Name, d.Drain.UnreachableSince.UTC().Format(time.RFC3339), err)
 		s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionFalse, "TargetUnreachable", msg)
 		s.event(corev1.EventTypeWarning, "DrainSkipped", msg)
 		return true, reconcile.Result{}, nil
@@ -185,6 +197,9 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		requeue := r.Config.BackoffBase
 		if d.ForceReason == "" {
 			requeue = min(requeue, until(s.now, d.StepStartTime.Add(s.life.drainTimeout)))
+		}
+		if d.Drain.UnreachableSince != nil {
+			requeue = min(requeue, until(s.now, d.Drain.UnreachableSince.Add(s.life.drainTimeout)))
 		}
 		return false, reconcile.Result{RequeueAfter: requeue}, nil
 	}
@@ -262,7 +277,8 @@ func (r *Reconciler) deleteInfrastructure(ctx context.Context, s *scope) (bool, 
 // target cluster cannot be reached, it retries until the node deletion
 // timeout (measured from the step's start) and then lets the Machine go
 // without it, with a Warning Event: the Node object is all that is left,
-// and a Machine must not hang forever on a cluster that is gone.
+// and a Machine must not hang forever on a cluster that is gone. Any
+// other error (the cluster answered) retries forever.
 func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.Result, error) {
 	if s.node == nil {
 		return true, reconcile.Result{}, nil
@@ -276,8 +292,14 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.
 		return true, reconcile.Result{}, nil
 	}
 	timeout := s.life.nodeDeletionTimeout
-	if timeout <= 0 {
-		return false, reconcile.Result{}, err
+	if timeout <= 0 || !targetUnreachable(err) {
+		// An answer such as Forbidden (missing RBAC), a webhook's denial
+		// or a VolumeAttachment that cannot be released is not an outage:
+		// giving up would hide it and leave the Node behind. The error
+		// stays in status.lastOperation until someone fixes it.
+		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationFailed, "", fmt.Sprintf("deleting Node %s: %v", s.node.Name, err))
+		wait := backoff(s.machine.Status.LastOperation.FailureCount, r.Config.BackoffBase, r.Config.BackoffCap)
+		return false, reconcile.Result{RequeueAfter: wait}, nil
 	}
 	deadline := s.machine.Status.Deletion.StepStartTime.Add(timeout)
 	if s.now.Before(deadline) {

@@ -3,6 +3,8 @@ package machine
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"syscall"
 	"testing"
 
@@ -19,9 +21,11 @@ func TestTargetUnreachable(t *testing.T) {
 	}{
 		{"no error", nil, false},
 		{"connection refused", fmt.Errorf("listing pods: %w", syscall.ECONNREFUSED), true},
+		{"client-go's failed request", &url.Error{Op: "Get", URL: "https://target/api", Err: io.EOF}, true},
+		{"an error that is not the cluster's (a driver's)", errors.New("volume IDs: quota"), false},
 		{"unavailable", apierrors.NewServiceUnavailable("etcd down"), true},
 		{"server timeout", apierrors.NewServerTimeout(pods, "list", 1), true},
-		{"internal error", apierrors.NewInternalError(errors.New("boom")), true},
+		{"internal error: a failing webhook, the server answers", apierrors.NewInternalError(errors.New("boom")), false},
 		{"forbidden: a configuration error, not an outage", apierrors.NewForbidden(pods, "x", errors.New("rbac")), false},
 		{"not found", fmt.Errorf("wrapped: %w", apierrors.NewNotFound(pods, "x")), false},
 	}
