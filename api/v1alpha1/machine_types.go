@@ -162,6 +162,9 @@ const (
 	PreserveExpiredReason = "PreserveExpired"
 	// PreserveInvalidReason: a preserve annotation has a value that is not one of the known ones.
 	PreserveInvalidReason = "InvalidPreserveValue"
+	// PreserveOptedOutReason: the Machine alone would be preserved (its
+	// MachineSet's automatic mark), but its Node's preserve annotation is "false".
+	PreserveOptedOutReason = "PreserveOptedOut"
 )
 
 // NodeReference names the Node a Machine became.

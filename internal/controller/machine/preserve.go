@@ -55,6 +55,16 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (recon
 		if wasPreserved {
 			s.event(corev1.EventTypeNormal, "PreservationEnded", "preservation ended: "+req.Invalid)
 		}
+	case req.Reason == "" && preserve.Requested(m, nil).Reason != "":
+		// The Machine alone asks (its set's automatic mark) but its Node
+		// says "false": a written False tells its MachineSet, which sees
+		// only the Machine, that it is not held (preserve.Held).
+		msg := "its Node " + node.Name + " has " + v1alpha1.PreserveAnnotation + "=" + v1alpha1.PreserveNever + "; the Machine is not preserved"
+		s.setCondition(v1alpha1.PreservedCondition, metav1.ConditionFalse, v1alpha1.PreserveOptedOutReason, msg)
+		m.Status.PreservedUntil = nil
+		if wasPreserved {
+			s.event(corev1.EventTypeNormal, "PreservationEnded", "preservation ended: "+msg)
+		}
 	case req.Reason == "":
 		if wasPreserved {
 			s.event(corev1.EventTypeNormal, "PreservationEnded", "preservation ended: no preserve request remains")

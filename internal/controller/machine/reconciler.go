@@ -8,6 +8,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,10 +92,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var res reconcile.Result
 	if m.DeletionTimestamp.IsZero() {
 		res, err = r.reconcileNormal(ctx, s)
-		if err == nil && !r.frozen() {
-			var pres reconcile.Result
-			pres, err = r.reconcilePreservation(ctx, s)
-			res = requeue.Soonest(res, pres)
+		if !r.frozen() {
+			// Also after an error: the reconcile may have failed the
+			// Machine, and Failed must be written with Preserved.
+			pres, perr := r.reconcilePreservation(ctx, s)
+			res, err = requeue.Soonest(res, pres), errors.Join(err, perr)
 		}
 	} else {
 		res, err = r.reconcileDelete(ctx, s)

@@ -195,7 +195,9 @@ func TestPreserveNowReleaseUndoesOnlyWhatItAdded(t *testing.T) {
 func TestPreserveWhenFailedUntilTheTimeoutAcrossARestart(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
-	const timeout = 6 * time.Second
+	// Long enough for the replacement to become Ready while the failed
+	// Machine is still preserved, even on a busy machine.
+	const timeout = 20 * time.Second
 	set(h, "pool", 1, "small", func(ms *v1alpha1.MachineSet) {
 		ms.Spec.Template.Metadata.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveWhenFailed}
 		ms.Spec.Template.Spec.Lifecycle.HealthTimeout = &metav1.Duration{Duration: time.Second}
@@ -217,7 +219,14 @@ func TestPreserveWhenFailedUntilTheTimeoutAcrossARestart(t *testing.T) {
 			}
 		}
 		c := preserved(&kept)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.PreservedWhenFailedReason &&
+		if c == nil || kept.Status.NodeRef == nil {
+			return false, nil
+		}
+		n, err := h.Node(kept.Status.NodeRef.Name)
+		if err != nil {
+			return false, err
+		}
+		return c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.PreservedWhenFailedReason && heldNode(n) &&
 			kept.Status.Phase == v1alpha1.PhaseFailed && ms.Status.ReadyReplicas == 1 && ms.Status.PreservedReplicas == 1, nil
 	})
 	start := preserved(&kept).LastTransitionTime.Time
@@ -227,21 +236,17 @@ func TestPreserveWhenFailedUntilTheTimeoutAcrossARestart(t *testing.T) {
 	if vms := h.Sim.Cloud().MachineVMs(h.NS, m.Name); len(vms) != 1 {
 		t.Errorf("the preserved Machine has %d VMs, want its 1", len(vms))
 	}
-	n, err := h.Node(m.Status.NodeRef.Name)
-	if err != nil || !heldNode(n) {
-		t.Fatalf("the preserved Machine's Node is not held: %v %+v", err, n)
-	}
 
 	// A restart changes nothing: the state is in the Machine and the Node.
 	// The new manager neither starts the preservation again nor makes a
 	// second replacement, and ends it at the timeout.
 	h.StopManager()
 	h.StartManager()
-	h.ExpectEvent("PreservationEnded", m.Name)
-	h.Eventually(30*time.Second, "the released Machine gone", func() (bool, error) {
+	h.Eventually(timeout+30*time.Second, "the released Machine gone", func() (bool, error) {
 		err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(&m), &v1alpha1.Machine{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+	h.ExpectEvent("PreservationEnded", m.Name)
 	if n := countEvents(h, m.Name, "PreservationStarted"); n != 1 {
 		t.Errorf("%d PreservationStarted Events, want 1: the restart started the preservation again", n)
 	}
@@ -388,4 +393,63 @@ func TestPreservedMachineDoesNotHoldTheMeltdownLimit(t *testing.T) {
 		}
 		return getSet(h, "pool").Status.ReadyReplicas == 2, nil
 	})
+}
+
+// With when-failed in the template and a class whose every create fails
+// for good, each failed Machine is preserved and never reaches the
+// early-failure backoff: the set replaces at most spec.replicas of them,
+// then creates nothing more until their preservation ends.
+func TestPreservedEarlyFailuresAreReplacedAtMostReplicasTimes(t *testing.T) {
+	h := newHarness(t)
+	h.Class("broken", `{"region":"local","zones":["local-a"],"faults":{"create":{"code":"InvalidArgument"}}}`)
+	set(h, "pool", 1, "broken", func(ms *v1alpha1.MachineSet) {
+		ms.Spec.Template.Metadata.Annotations = map[string]string{v1alpha1.PreserveAnnotation: v1alpha1.PreserveWhenFailed}
+	})
+	h.Eventually(30*time.Second, "the set to stop replacing (or to overshoot)", func() (bool, error) {
+		if len(machinesOf(h, "pool")) > 2 {
+			return true, nil
+		}
+		c := meta.FindStatusCondition(getSet(h, "pool").Status.Conditions, v1alpha1.ReplicaFailureCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "preserved Machines failed before running"), nil
+	})
+	ms := machinesOf(h, "pool")
+	if len(ms) != 2 {
+		t.Fatalf("%d Machines, want 2: the first failed one and its one replacement", len(ms))
+	}
+	for i := range ms {
+		if c := preserved(&ms[i]); c == nil || c.Status != metav1.ConditionTrue || ms[i].Status.Phase != v1alpha1.PhaseFailed {
+			t.Errorf("Machine %s is %s with Preserved %+v, want Failed and preserved", ms[i].Name, ms[i].Status.Phase, c)
+		}
+	}
+	if got := getSet(h, "pool").Status.PreservedReplicas; got != 2 {
+		t.Errorf("status.preservedReplicas = %d, want 2", got)
+	}
+}
+
+// A Node that says preserve "false" keeps its Machine from being kept
+// automatically: the machine controller writes Preserved=False
+// (PreserveOptedOut), so the set, which sees only the Machine and its
+// automatic mark, deletes and replaces it instead of keeping it forever.
+func TestNodeOptOutOverridesAutoPreservation(t *testing.T) {
+	h := newHarness(t)
+	h.Class("small", controllertest.SimSpec)
+	set(h, "pool", 1, "small", func(ms *v1alpha1.MachineSet) {
+		ms.Spec.AutoPreserveFailedMax = ptr.To[int32](1)
+		ms.Spec.Template.Spec.Lifecycle.HealthTimeout = &metav1.Duration{Duration: time.Second}
+	})
+	waitReady(h, "pool", 1, 60*time.Second)
+	m := liveMachines(h, "pool")[0]
+	annotateNode(h, m.Status.NodeRef.Name, v1alpha1.PreserveAnnotation, v1alpha1.PreserveNever)
+	failNode(h, &m)
+	h.Eventually(40*time.Second, "the failed Machine gone and its replacement Ready", func() (bool, error) {
+		for _, x := range machinesOf(h, "pool") {
+			if x.Name == m.Name {
+				return false, nil
+			}
+		}
+		return getSet(h, "pool").Status.ReadyReplicas == 1, nil
+	})
+	if n := countEvents(h, m.Name, "PreservationStarted"); n != 0 {
+		t.Errorf("%d PreservationStarted Events for a Machine whose Node opted out", n)
+	}
 }

@@ -188,13 +188,16 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 // scale creates or deletes Machines towards spec.replicas, replacing Failed ones.
 func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, error) {
 	var alive, inCreation, failed []*v1alpha1.Machine
-	joined, failedEarly := 0, 0
+	joined, failedEarly, heldEarly := 0, 0, 0
 	for _, m := range s.owned {
 		switch {
 		case !m.DeletionTimestamp.IsZero():
 		case preserve.Held(m):
 			// Kept, but not one of the replicas: its replacement is
 			// created below (docs/preservation.md).
+			if preserve.Failed(m) && !everRunning(m) {
+				heldEarly++
+			}
 		case m.Status.FailureReason != "":
 			failed = append(failed, m)
 		default:
@@ -229,6 +232,20 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 	}
 	diff := int(s.ms.Spec.Replicas) - len(alive)
 	wait := r.replacements.wait(s.key, joined, s.now)
+	// Preserved Machines that failed before running are replaced for up
+	// to spec.replicas of them; each one beyond takes a replica's place.
+	// They never reach the early-failure backoff above, and with
+	// when-failed in the template a class that cannot make a Machine
+	// would otherwise get a new one every reconcile for the whole
+	// preserve timeout (docs/preservation.md, "How a preserved Machine
+	// counts"). Counted from the Machines, so a restart changes nothing.
+	if over := heldEarly - int(s.ms.Spec.Replicas); diff > 0 && over > 0 {
+		diff -= over
+		if diff <= 0 {
+			s.replicaFailure = fmt.Sprintf("%d preserved Machines failed before running, more than spec.replicas: no replacement until their preservation ends", heldEarly)
+			return reconcile.Result{}, nil
+		}
+	}
 	switch {
 	case diff > 0 && s.ms.Labels[v1alpha1.FrozenLabel] != "":
 		s.log.Info("frozen by the safety controller: not scaling up", "missing", diff)

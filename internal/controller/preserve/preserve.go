@@ -31,38 +31,33 @@ type Request struct {
 func Failed(m *v1alpha1.Machine) bool { return m.Status.FailureReason != "" }
 
 // Requested reads the preserve annotations of m and of its Node (nil when
-// it has none). The Machine's annotation decides over its Node's; "false"
-// on either keeps the Machine from being preserved at all.
+// it has none). The Machine's annotation decides whenever it is there: the
+// Node's is read only when the Machine has none (docs/preservation.md).
+// "false" on the one that decides keeps the Machine from being preserved
+// at all, automatically or not.
 func Requested(m *v1alpha1.Machine, node *corev1.Node) Request {
-	type ask struct{ where, value string }
-	var asks []ask
-	if v, ok := m.Annotations[v1alpha1.PreserveAnnotation]; ok {
-		asks = append(asks, ask{"Machine " + m.Name, v})
+	where := "Machine " + m.Name
+	value, ok := m.Annotations[v1alpha1.PreserveAnnotation]
+	if !ok && node != nil {
+		where = "Node " + node.Name
+		value, ok = node.Annotations[v1alpha1.PreserveAnnotation]
 	}
-	if node != nil {
-		if v, ok := node.Annotations[v1alpha1.PreserveAnnotation]; ok {
-			asks = append(asks, ask{"Node " + node.Name, v})
+	source := where + " has " + v1alpha1.PreserveAnnotation + "=" + value
+	switch {
+	case !ok:
+	case value == v1alpha1.PreserveNever:
+		return Request{}
+	case value == v1alpha1.PreserveNow:
+		return Request{Reason: v1alpha1.PreservedNowReason, Source: source}
+	case value == v1alpha1.PreserveWhenFailed:
+		if Failed(m) {
+			return Request{Reason: v1alpha1.PreservedWhenFailedReason, Source: source + " and the Machine failed"}
 		}
+	default:
+		return Request{Invalid: fmt.Sprintf("%s has %s=%q; the known values are %q, %q and %q",
+			where, v1alpha1.PreserveAnnotation, value, v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever)}
 	}
-	for _, a := range asks {
-		switch a.value {
-		case v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever:
-		default:
-			return Request{Invalid: fmt.Sprintf("%s has %s=%q; the known values are %q, %q and %q",
-				a.where, v1alpha1.PreserveAnnotation, a.value, v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever)}
-		}
-	}
-	for _, a := range asks {
-		switch {
-		case a.value == v1alpha1.PreserveNever:
-			return Request{}
-		case a.value == v1alpha1.PreserveNow:
-			return Request{Reason: v1alpha1.PreservedNowReason, Source: a.where + " has " + v1alpha1.PreserveAnnotation + "=" + a.value}
-		case a.value == v1alpha1.PreserveWhenFailed && Failed(m):
-			return Request{Reason: v1alpha1.PreservedWhenFailedReason, Source: a.where + " has " + v1alpha1.PreserveAnnotation + "=" + a.value + " and the Machine failed"}
-		}
-	}
-	if Failed(m) && m.Annotations[v1alpha1.AutoPreservedAnnotation] == "true" {
+	if Failed(m) && Auto(m) {
 		return Request{Reason: v1alpha1.PreservedAutoReason, Source: "its MachineSet keeps it under spec.autoPreserveFailedMax"}
 	}
 	return Request{}
