@@ -100,9 +100,10 @@ func TestMachineHealthCheck(t *testing.T) {
 		"namespace", s.ns, "machinehealthcheck", mhcName, "mode", "owner")
 
 	// Two Nodes NotReady of 3, with at most 1 allowed: none is replaced.
-	// Kwok turns the Nodes NotReady a second or two apart, so one would
-	// reach the timeout alone and be remediated (1 unhealthy is allowed);
-	// skip-remediation keeps them until both count, and is then removed.
+	// Kwok turns each Node NotReady after its own 1-2s delay, so one could
+	// be unhealthy alone for a moment and rightly be remediated (1 is
+	// allowed): skip-remediation keeps both until both count, and is then
+	// removed, leaving the short-circuit alone to hold them.
 	fleet, err := s.machines()
 	if err != nil {
 		t.Fatal(err)
