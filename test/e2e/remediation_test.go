@@ -34,7 +34,10 @@ import (
 // One NotReady Node gets its Machine replaced, with the health check's
 // Event, status and metric saying so. Then two NotReady Nodes at once:
 // none is replaced, RemediationAllowed is False and says why; when one
-// recovers, the other is replaced and the recovered one kept.
+// recovers, the other is replaced and the recovered one kept. (kwok's
+// node-not-ready Stage writes the Node's creation time as the Ready
+// condition's lastTransitionTime, so here the 5s run out as soon as kwok
+// reports the Node NotReady; the envtest tests time the timeouts.)
 func TestMachineHealthCheck(t *testing.T) {
 	s := newScenario(t, "mhc")
 	m := s.startManager("--unreachable-force-drain-after", "5s")
