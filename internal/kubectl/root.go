@@ -55,6 +55,7 @@ See docs/kubectl-plugin.md.`,
 	root.SetErr(o.ErrOut)
 	o.ConfigFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(newGetCommand(o), newDescribeCommand(o), newRolloutCommand(o),
-		newFreezeCommand(o, true), newFreezeCommand(o, false), newDrainCommand(o))
+		newFreezeCommand(o, true), newFreezeCommand(o, false), newDrainCommand(o),
+		newPreserveCommand(o, true), newPreserveCommand(o, false))
 	return root
 }

@@ -1,0 +1,79 @@
+package kubectl
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// machineResource prefixes a Machine's name in messages, as kubectl does.
+const machineResource = "machine.machine.millwright.dev/"
+
+// newPreserveCommand is preserve (on true) or unpreserve: the preserve
+// annotation on a Machine (docs/preservation.md). preserve asks for "now"
+// or, with --when-failed, "when-failed"; unpreserve removes the
+// annotation, which ends a preservation: a failed Machine is then
+// drained and replaced, a healthy one released.
+func newPreserveCommand(o *Options, on bool) *cobra.Command {
+	var whenFailed bool
+	verb, short := "unpreserve", "End a Machine's preservation (removes "+v1alpha1.PreserveAnnotation+")"
+	example := "  kubectl millwright unpreserve web-6c8c966bf8-mppr6"
+	if on {
+		verb, short = "preserve", "Keep a Machine, its VM and its Node for debugging (sets "+v1alpha1.PreserveAnnotation+")"
+		example = "  kubectl millwright preserve web-6c8c966bf8-mppr6\n  kubectl millwright preserve web-6c8c966bf8-mppr6 --when-failed"
+	}
+	cmd := &cobra.Command{
+		Use:     verb + " MACHINE",
+		Short:   short,
+		Example: example,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ns, err := o.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			m := &v1alpha1.Machine{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, m); err != nil {
+				return err
+			}
+			want := ""
+			if on {
+				want = v1alpha1.PreserveNow
+				if whenFailed {
+					want = v1alpha1.PreserveWhenFailed
+				}
+			}
+			have, set := m.Annotations[v1alpha1.PreserveAnnotation]
+			if (on && have == want) || (!on && !set) {
+				fmt.Fprintf(o.Out, "%s%s unchanged\n", machineResource, m.Name)
+				return nil
+			}
+			base := m.DeepCopy()
+			if on {
+				if m.Annotations == nil {
+					m.Annotations = map[string]string{}
+				}
+				m.Annotations[v1alpha1.PreserveAnnotation] = want
+			} else {
+				delete(m.Annotations, v1alpha1.PreserveAnnotation)
+			}
+			if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
+				return err
+			}
+			done := "unpreserved"
+			if on {
+				done = "preserved (" + want + ")"
+			}
+			fmt.Fprintf(o.Out, "%s%s %s\n", machineResource, m.Name, done)
+			return nil
+		},
+	}
+	if on {
+		cmd.Flags().BoolVar(&whenFailed, "when-failed", false, "keep the Machine only if it fails (default: keep it now, Running or not)")
+	}
+	return cmd
+}
