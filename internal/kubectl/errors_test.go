@@ -17,6 +17,9 @@ var verbs = [][]string{
 	{"rollout", "undo", "nope"},
 	{"rollout", "pause", "nope"},
 	{"rollout", "resume", "nope"},
+	{"rollout", "restart", "nope"},
+	{"preserve", "nope"},
+	{"unpreserve", "nope"},
 	{"freeze", "machinedeployment/nope"},
 	{"unfreeze", "machineset/nope"},
 }

@@ -28,6 +28,7 @@ func newFreezeCommand(o *Options, freeze bool) *cobra.Command {
 		verb, done = "freeze", "frozen"
 		short = "Stop scale-ups of a MachineDeployment or MachineSet with the safety controller's frozen label"
 	}
+	var output string
 	cmd := &cobra.Command{
 		Use:   verb + " (machinedeployment|machineset)/NAME",
 		Short: short,
@@ -35,6 +36,9 @@ func newFreezeCommand(o *Options, freeze bool) *cobra.Command {
   kubectl millwright %s machineset/web-6c8c966bf8`, verb, verb),
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, mutationFormats...); err != nil {
+				return err
+			}
 			obj, resource, err := freezeTarget(args[0])
 			if err != nil {
 				return err
@@ -61,8 +65,7 @@ func newFreezeCommand(o *Options, freeze bool) *cobra.Command {
 				if frozen {
 					state = "already frozen"
 				}
-				fmt.Fprintf(o.Out, "%s%s %s\n", resource, obj.GetName(), state)
-				return nil
+				return printMutation(o.Out, output, resource, obj, state)
 			}
 			if freeze {
 				labels[v1alpha1.FrozenLabel] = "true"
@@ -76,10 +79,10 @@ func newFreezeCommand(o *Options, freeze bool) *cobra.Command {
 			if err := c.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s%s %s\n", resource, obj.GetName(), done)
-			return nil
+			return printMutation(o.Out, output, resource, obj, done)
 		},
 	}
+	addMutationOutput(cmd, &output)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
@@ -64,4 +65,29 @@ func setKind(obj runtime.Object) error {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return nil
+}
+
+// mutationFormats are the -o formats of the verbs that change an object,
+// as kubectl's rollout pause and restart have them.
+var mutationFormats = []string{"json", "yaml", "name"}
+
+// addMutationOutput adds -o to a verb that changes an object; the verb
+// calls checkOutput(output, mutationFormats...) before it reads anything.
+func addMutationOutput(cmd *cobra.Command, output *string) {
+	addOutputFlag(cmd, output, mutationFormats...)
+}
+
+// printMutation reports what a verb did to obj: "resource/name done"
+// (kubectl's default), "resource/name" (-o name), or the object as the
+// API server returned it (-o json|yaml).
+func printMutation(out io.Writer, output, resource string, obj client.Object, done string) error {
+	switch output {
+	case "":
+		_, err := fmt.Fprintf(out, "%s%s %s\n", resource, obj.GetName(), done)
+		return err
+	case "name":
+		_, err := fmt.Fprintf(out, "%s%s\n", resource, obj.GetName())
+		return err
+	}
+	return printObject(out, output, obj)
 }

@@ -1,8 +1,6 @@
 package kubectl
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +17,7 @@ const machineResource = "machine.machine.millwright.dev/"
 // drained and replaced, a healthy one released.
 func newPreserveCommand(o *Options, on bool) *cobra.Command {
 	var whenFailed bool
+	var output string
 	verb, short := "unpreserve", "End a Machine's preservation (removes "+v1alpha1.PreserveAnnotation+")"
 	example := "  kubectl millwright unpreserve web-6c8c966bf8-mppr6"
 	if on {
@@ -31,6 +30,9 @@ func newPreserveCommand(o *Options, on bool) *cobra.Command {
 		Example: example,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, mutationFormats...); err != nil {
+				return err
+			}
 			c, ns, err := o.client()
 			if err != nil {
 				return err
@@ -49,8 +51,7 @@ func newPreserveCommand(o *Options, on bool) *cobra.Command {
 			}
 			have, set := m.Annotations[v1alpha1.PreserveAnnotation]
 			if (on && have == want) || (!on && !set) {
-				fmt.Fprintf(o.Out, "%s%s unchanged\n", machineResource, m.Name)
-				return nil
+				return printMutation(o.Out, output, machineResource, m, "unchanged")
 			}
 			base := m.DeepCopy()
 			if on {
@@ -68,10 +69,10 @@ func newPreserveCommand(o *Options, on bool) *cobra.Command {
 			if on {
 				done = "preserved (" + want + ")"
 			}
-			fmt.Fprintf(o.Out, "%s%s %s\n", machineResource, m.Name, done)
-			return nil
+			return printMutation(o.Out, output, machineResource, m, done)
 		},
 	}
+	addMutationOutput(cmd, &output)
 	if on {
 		cmd.Flags().BoolVar(&whenFailed, "when-failed", false, "keep the Machine only if it fails (default: keep it now, Running or not)")
 	}

@@ -13,11 +13,15 @@ func newRolloutPauseCommand(o *Options, pause bool) *cobra.Command {
 	if pause {
 		verb, done, short = "pause", "paused", "Pause a MachineDeployment: no rollout, and its Machines are not reconciled, until resumed"
 	}
+	var output string
 	cmd := &cobra.Command{
 		Use:     verb + " NAME",
 		Short:   short,
 		Example: "  kubectl millwright rollout " + verb + " web",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, mutationFormats...); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, md, err := o.getMD(ctx, args[0])
 			if err != nil {
@@ -31,10 +35,10 @@ func newRolloutPauseCommand(o *Options, pause bool) *cobra.Command {
 			if err := c.Patch(ctx, md, client.MergeFrom(base)); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s%s %s\n", mdResource, md.Name, done)
-			return nil
+			return printMutation(o.Out, output, mdResource, md, done)
 		},
 	}
 	o.mdArgs(cmd)
+	addMutationOutput(cmd, &output)
 	return cmd
 }

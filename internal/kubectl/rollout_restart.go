@@ -13,12 +13,16 @@ import (
 // an annotation in its pod template, but a MachineDeployment's template
 // annotations change its Machines in place (docs/kubectl-plugin.md).
 func newRolloutRestartCommand(o *Options) *cobra.Command {
+	var output string
 	cmd := &cobra.Command{
 		Use:   "restart NAME",
 		Short: "Replace every Machine of a MachineDeployment through a rollout (sets spec.rolloutAfter to now)",
 		Example: "  kubectl millwright rollout restart web\n" +
 			"  kubectl millwright rollout status web",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, mutationFormats...); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, md, err := o.getMD(ctx, args[0])
 			if err != nil {
@@ -34,10 +38,10 @@ func newRolloutRestartCommand(o *Options) *cobra.Command {
 			if err := c.Patch(ctx, md, client.MergeFrom(base)); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s%s restarted\n", mdResource, md.Name)
-			return nil
+			return printMutation(o.Out, output, mdResource, md, "restarted")
 		},
 	}
 	o.mdArgs(cmd)
+	addMutationOutput(cmd, &output)
 	return cmd
 }

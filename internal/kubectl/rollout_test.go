@@ -223,3 +223,34 @@ func TestRolloutRestart(t *testing.T) {
 		t.Error("restart did not set spec.rolloutAfter")
 	}
 }
+
+// TestMutatingVerbsOutput: the verbs that change an object take kubectl's
+// -o name|json|yaml and print the object as written.
+func TestMutatingVerbsOutput(t *testing.T) {
+	const ns = "output"
+	namespace(t, ns)
+	deployment(t, ns, "web", "small", 1, nil)
+	c := newCLI(t, ns)
+	if out := c.ok("rollout", "pause", "web", "-o", "name"); out != "machinedeployment.machine.millwright.dev/web\n" {
+		t.Errorf("pause -o name: %q", out)
+	}
+	out := c.ok("rollout", "resume", "web", "-o", "json")
+	for _, want := range []string{`"kind": "MachineDeployment"`, `"name": "web"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("resume -o json: no %s in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"paused": true`) {
+		t.Errorf("resume -o json shows the deployment paused:\n%s", out)
+	}
+	if out := c.ok("rollout", "restart", "web", "-o", "yaml"); !strings.Contains(out, "rolloutAfter:") {
+		t.Errorf("restart -o yaml shows no rolloutAfter:\n%s", out)
+	}
+	if out := c.ok("freeze", "machinedeployment/web", "-o", "yaml"); !strings.Contains(out, v1alpha1.FrozenLabel) {
+		t.Errorf("freeze -o yaml shows no frozen label:\n%s", out)
+	}
+	c.fails("unable to match a printer", "rollout", "pause", "web", "-o", "wide")
+	if getMD(t, ns, "web").Spec.Paused {
+		t.Error("pause with a bad -o paused the deployment")
+	}
+}

@@ -11,12 +11,16 @@ import (
 
 func newRolloutUndoCommand(o *Options) *cobra.Command {
 	var to int64
+	var output string
 	cmd := &cobra.Command{
 		Use:   "undo NAME",
 		Short: "Roll back to the previous revision, or to --to-revision, through spec.rollbackTo",
 		Example: `  kubectl millwright rollout undo web
   kubectl millwright rollout undo web --to-revision 2`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output, mutationFormats...); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, md, err := o.getMD(ctx, args[0])
 			if err != nil {
@@ -43,11 +47,11 @@ func newRolloutUndoCommand(o *Options) *cobra.Command {
 			if err := c.Patch(ctx, md, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Out, "%s%s rolled back\n", mdResource, md.Name)
-			return nil
+			return printMutation(o.Out, output, mdResource, md, "rolled back")
 		},
 	}
 	o.mdArgs(cmd)
+	addMutationOutput(cmd, &output)
 	cmd.Flags().Int64Var(&to, "to-revision", 0, "The revision to roll back to; 0 is the one before the current.")
 	return cmd
 }
