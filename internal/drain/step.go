@@ -116,18 +116,10 @@ func Step(ctx context.Context, c client.Client, status *v1alpha1.DrainStatus, op
 		return Result{}, errors.New("drain: nil DrainStatus")
 	}
 	opts = opts.withDefaults()
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.MatchingFields{PodNodeNameIndex: opts.NodeName}); err != nil {
-		return Result{}, fmt.Errorf("listing pods on node %s: %w", opts.NodeName, err)
+	p, err := nodePlan(ctx, c, opts.NodeName, opts.Rules)
+	if err != nil {
+		return Result{}, err
 	}
-	var namespaces map[string]labels.Set
-	if needNamespaces(opts.Rules) {
-		var err error
-		if namespaces, err = namespaceLabels(ctx, c); err != nil {
-			return Result{}, err
-		}
-	}
-	p := newPlan(pods.Items, opts.Rules, namespaces)
 	if opts.Force {
 		return forceStep(ctx, c, status, p, opts), nil
 	}

@@ -69,9 +69,9 @@ func (o *Options) describeMachine(ctx context.Context, c client.Client, ns, name
 	if err != nil {
 		return err
 	}
-	var leaving []leavingPod
+	var leaving drainPods
 	if node != nil && m.Status.Deletion != nil && m.Status.Deletion.Step == v1alpha1.StepDrain {
-		if leaving, err = mustLeave(ctx, c, node.Name); err != nil && !skippable(err) {
+		if leaving, err = mustLeave(ctx, c, m, node.Name); err != nil && !skippable(err) {
 			return err
 		}
 	}
@@ -152,7 +152,7 @@ func owner(m *v1alpha1.Machine) string {
 
 // waitingFor says what the Machine waits for now, from its phase and the
 // fields behind it (docs/machine-phases.md).
-func waitingFor(m *v1alpha1.Machine, node *corev1.Node, leaving []leavingPod, now time.Time) string {
+func waitingFor(m *v1alpha1.Machine, node *corev1.Node, leaving drainPods, now time.Time) string {
 	conds := m.Status.Conditions
 	if c := meta.FindStatusCondition(conds, v1alpha1.PausedCondition); c != nil && c.Status == metav1.ConditionTrue {
 		return "nothing until resumed: " + oneLine(c.Message)
@@ -210,7 +210,7 @@ func waitingFor(m *v1alpha1.Machine, node *corev1.Node, leaving []leavingPod, no
 	return "the machine controller to reconcile it (no phase yet)"
 }
 
-func waitingInDeletion(m *v1alpha1.Machine, leaving []leavingPod, lastOp string) string {
+func waitingInDeletion(m *v1alpha1.Machine, leaving drainPods, lastOp string) string {
 	d := m.Status.Deletion
 	if d == nil {
 		return "the machine controller to start the deletion"

@@ -46,27 +46,30 @@ func newDrainCommand(o *Options) *cobra.Command {
 			}
 			fmt.Fprintf(o.Out, "Node:     %s (unschedulable: %t)\n", node, n.Spec.Unschedulable)
 			fmt.Fprintf(o.Out, "Drain:    %s\n", drainState(m))
-			pods, err := mustLeave(ctx, c, node)
+			pods, err := mustLeave(ctx, c, m, node)
 			if err != nil {
 				return err
 			}
-			if len(pods) == 0 {
+			if len(pods.skipped) > 0 {
+				fmt.Fprintf(o.Out, "Skipped:  %s (a MachineDrainRule or their drain label leaves them)\n", strings.Join(pods.skipped, ", "))
+			}
+			if len(pods.leaving) == 0 {
 				fmt.Fprintln(o.Out, "Pods:     none left to move (DaemonSet and mirror pods stay)")
 				return nil
 			}
 			fmt.Fprintln(o.Out, "Pods still on the Node:")
 			tw := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  POD\tPHASE\tBLOCKED BY")
-			for _, lp := range pods {
+			fmt.Fprintln(tw, "  POD\tORDER\tPHASE\tBLOCKED BY")
+			for _, lp := range pods.leaving {
 				phase := string(lp.pod.Status.Phase)
 				if lp.pod.DeletionTimestamp != nil {
 					phase = "Terminating"
 				}
-				blocked := "-"
-				if len(lp.blockers) > 0 {
-					blocked = "PodDisruptionBudget " + strings.Join(lp.blockers, ", ") + " (0 disruptions allowed)"
+				order := "-" // a pod waited for is never evicted: it has no order
+				if !lp.waits {
+					order = fmt.Sprint(lp.order)
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", podName(lp.pod), phase, blocked)
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", podName(lp.pod), order, phase, pods.blockedBy(lp))
 			}
 			return tw.Flush()
 		},
@@ -84,6 +87,9 @@ func drainState(m *v1alpha1.Machine) string {
 	s := fmt.Sprintf("step %s since %s", d.Step, d.StepStartTime.UTC().Format("2006-01-02T15:04:05Z"))
 	if d.Drain != nil {
 		s += fmt.Sprintf(", %d eviction round(s)", d.Drain.Attempts)
+		if d.Drain.Order != nil {
+			s += fmt.Sprintf(", evicting order %d", *d.Drain.Order)
+		}
 	}
 	if d.ForceReason != "" {
 		s += ", forced: " + d.ForceReason
