@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,20 @@ func TestDrainRulesEvictInOrderSkipAndWaitForCompletion(t *testing.T) {
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Decisions, what kubectl millwright drain status shows, is the plan
+	// the Steps below follow; the log rule selects by namespace labels.
+	decisions, err := drain.Decisions(t.Context(), env.Client, node.Name, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range decisions {
+		got = append(got, fmt.Sprintf("%s %s %d", d.Pod.Name, d.Behavior, d.Order))
+	}
+	if want := []string{"log Skip 0", "pinned Skip 0", "cache-0 Drain 1", "cache-1 Drain 1", "db-0 Drain 2", "db-1 Drain 2",
+		"job WaitCompleted 0"}; !equal(got, want) {
+		t.Errorf("Decisions: %v, want %v", got, want)
 	}
 	w := watchPods(t, ns)
 	status := &v1alpha1.DrainStatus{}
