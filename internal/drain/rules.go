@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -35,6 +37,18 @@ type podSelector struct {
 // RulesFor returns the rules that select a Machine labelled machineLabels,
 // sorted by name, which is their precedence. An error names a rule whose
 // selector does not parse; admission refuses those, so it means a schema
+
+// MachineRules lists the MachineDrainRules of m's namespace and returns
+// those selecting m, as RulesFor does: what the machine controller drains
+// by and what kubectl millwright drain status shows.
+func MachineRules(ctx context.Context, c client.Reader, m *v1alpha1.Machine) ([]Rule, error) {
+	var list v1alpha1.MachineDrainRuleList
+	if err := c.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineDrainRules: %w", err)
+	}
+	return RulesFor(list.Items, m.Labels)
+}
+
 // was bypassed, and the drain must not guess what the rule meant.
 func RulesFor(rules []v1alpha1.MachineDrainRule, machineLabels map[string]string) ([]Rule, error) {
 	var out []Rule

@@ -42,11 +42,7 @@ type drainPods struct {
 // internal/drain decide each pod, as the machine controller does: DaemonSet
 // and mirror pods stay, finished pods count as gone (docs/drain.md).
 func mustLeave(ctx context.Context, c client.Client, m *v1alpha1.Machine, nodeName string) (drainPods, error) {
-	var mdrs v1alpha1.MachineDrainRuleList
-	if err := c.List(ctx, &mdrs, client.InNamespace(m.Namespace)); err != nil {
-		return drainPods{}, err
-	}
-	rules, err := drain.RulesFor(mdrs.Items, m.Labels)
+	rules, err := drain.MachineRules(ctx, c, m)
 	if err != nil {
 		return drainPods{}, err
 	}

@@ -222,11 +222,7 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 // drainRules returns the MachineDrainRules of the Machine's namespace that
 // select it, in the order the drain applies them (docs/drain.md).
 func (r *Reconciler) drainRules(ctx context.Context, m *v1alpha1.Machine) ([]drain.Rule, error) {
-	var list v1alpha1.MachineDrainRuleList
-	if err := r.Client.List(ctx, &list, client.InNamespace(m.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing MachineDrainRules: %w", err)
-	}
-	return drain.RulesFor(list.Items, m.Labels)
+	return drain.MachineRules(ctx, r.Client, m)
 }
 
 // forceReason says why the drain must be forced, or "" for a graceful one.
