@@ -34,10 +34,6 @@ type podSelector struct {
 	pod, namespace labels.Selector // nil selects everything
 }
 
-// RulesFor returns the rules that select a Machine labelled machineLabels,
-// sorted by name, which is their precedence. An error names a rule whose
-// selector does not parse; admission refuses those, so it means a schema
-
 // MachineRules lists the MachineDrainRules of m's namespace and returns
 // those selecting m, as RulesFor does: what the machine controller drains
 // by and what kubectl millwright drain status shows.
@@ -49,6 +45,9 @@ func MachineRules(ctx context.Context, c client.Reader, m *v1alpha1.Machine) ([]
 	return RulesFor(list.Items, m.Labels)
 }
 
+// RulesFor returns the rules that select a Machine labelled machineLabels,
+// sorted by name, which is their precedence. An error names a rule whose
+// selector does not parse; admission refuses those, so it means a schema
 // was bypassed, and the drain must not guess what the rule meant.
 func RulesFor(rules []v1alpha1.MachineDrainRule, machineLabels map[string]string) ([]Rule, error) {
 	var out []Rule
