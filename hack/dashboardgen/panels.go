@@ -69,6 +69,14 @@ func rows() []row {
 			{title: "Driver call latency p95", unit: "s", width: 8,
 				queries: []query{{`histogram_quantile(0.95, sum by (le, method) (rate(millwright_driver_call_duration_seconds_bucket[$__rate_interval])))`, "{{method}}"}}},
 		}},
+		{"Health checks and preservation", []panel{
+			{title: "Health check remediations by mode", width: 12, description: "Remediations MachineHealthChecks started, by health check and mode: owner (the MachineSet replaces the Machine) or external (a remediation object was created): docs/health-checks.md.",
+				queries: []query{{`sum by (namespace, machinehealthcheck, mode) (increase(millwright_machinehealthcheck_remediations_total{` + ns + `}[$__rate_interval]))`, "{{namespace}}/{{machinehealthcheck}} {{mode}}"}}},
+			{title: "Short-circuited health checks", stat: true, width: 4, description: "MachineHealthChecks whose triggerIf holds remediation back because too many of their Machines are unhealthy at once: docs/health-checks.md.",
+				queries: []query{{`sum(millwright_machinehealthcheck_short_circuited{` + ns + `})`, ""}}},
+			{title: "Preserved Machines by reason", width: 8, description: "Machines kept with their VM and Node (condition Preserved True), by reason: PreserveRequested, PreservedAfterFailure, AutoPreserved (docs/preservation.md).",
+				queries: []query{{`sum by (namespace, reason) (millwright_machines_preserved{` + ns + `})`, "{{namespace}} {{reason}}"}}},
+		}},
 		{"Safety", []panel{
 			{title: "Orphan VMs", width: 12, description: "VMs found without a Machine (each pass that sees one counts it) and those the safety controller deleted.",
 				queries: []query{

@@ -185,14 +185,16 @@ millwright-manager serves Prometheus metrics on ` + "`--metrics-bind-address`" +
 config/grafana/millwright.json is a Grafana dashboard of these metrics:
 the fleet by phase and MachineDeployment, rollout progress, freezes,
 create → Running and drain durations, driver calls and errors by code,
+health check remediations and short-circuits, preserved Machines,
 orphan VMs, work queues, reconciles and the manager's API writes by verb.
 Import it (Dashboards → New → Import) and pick your Prometheus data
 source; the Helm chart can install it for Grafana's dashboard sidecar
 (` + "`metrics.grafanaDashboard.enabled`" + `, [helm.md](helm.md)). It is
 generated from hack/dashboardgen (Grafana Foundation SDK) by ` + "`make generate`" + `.
 test/manager runs a real Prometheus scraping a manager while a
-MachineDeployment comes up, lives through a driver outage and rolls out,
-and fails when any of the dashboard's queries returns no data.
+MachineDeployment comes up, lives through a driver outage, rolls out and
+has a Machine remediated by a health check and another preserved, and
+fails when any of the dashboard's queries returns no data.
 
 ## Millwright's own
 

@@ -23,7 +23,8 @@ import (
 )
 
 // A real Prometheus scrapes the manager while a MachineDeployment comes
-// up, lives through a driver outage and rolls out a new template; then
+// up, lives through a driver outage, rolls out a new template and has a
+// Machine remediated by a health check and another preserved; then
 // every query of the Grafana dashboard (config/grafana/millwright.json,
 // as an operator imports it) must return data over the scenario: a panel
 // that would show nothing fails the test.
@@ -80,6 +81,12 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	})
 	patchDeployment(t, md, func(d *v1alpha1.MachineDeployment) { d.Spec.Template.Spec.Class.Name = "sim-b" })
 	waitRolledOut(t, md, 3)
+
+	// A health check remediates one Machine, another is preserved: the
+	// health checks and preservation row (healthpanels_test.go).
+	healthBegan := time.Now()
+	remediateAndPreserve(t, md, simAdmin, mgr)
+	t.Logf("health check remediation and preservation took %v", time.Since(healthBegan).Round(time.Millisecond))
 
 	panels := dashboardQueries(t)
 	var empty []string
