@@ -24,3 +24,17 @@ func init() {
 func Collectors() []prometheus.Collector {
 	return []prometheus.Collector{remediationsStarted, shortCircuited}
 }
+
+// exportCounters creates the health check's remediation counter at 0
+// for its mode, so that its first remediation is an increase a rate or
+// increase() query sees (a series born at 1 is not).
+func exportCounters(namespace, name, mode string) {
+	remediationsStarted.WithLabelValues(namespace, name, mode)
+}
+
+// forgetMetrics drops a deleted health check's series.
+func forgetMetrics(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "machinehealthcheck": name}
+	remediationsStarted.DeletePartialMatch(labels)
+	shortCircuited.DeletePartialMatch(labels)
+}

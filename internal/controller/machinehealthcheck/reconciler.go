@@ -55,11 +55,15 @@ type target struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	mhc := &v1alpha1.MachineHealthCheck{}
 	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !mhc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil
 	}
+	exportCounters(mhc.Namespace, mhc.Name, r.mode(mhc))
 	now := time.Now()
 	if r.Now != nil {
 		now = r.Now()

@@ -260,11 +260,8 @@ func TestSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var iso bytes.Buffer
-	if err := l.StorageVolDownload(vol, &iso, 0, 0, 0); err != nil {
-		t.Fatal(err)
-	}
-	img, err := iso9660.OpenImage(bytes.NewReader(iso.Bytes()))
+	iso := downloadVolume(t, l, vol)
+	img, err := iso9660.OpenImage(bytes.NewReader(iso))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,4 +339,30 @@ func TestDeleteByProviderID(t *testing.T) {
 	if got := volumes(t, l, name); len(got) != 0 {
 		t.Errorf("volumes after delete: %v", got)
 	}
+}
+
+// downloadVolume reads a whole volume. A download that returns fewer bytes
+// than the volume's capacity is tried again (a few times): CI saw
+// go-libvirt's download stream end early once under load (the ISO then
+// failed to parse with EOF), while a seed that was really written short
+// would come back at full length and fail the checks on its content.
+func downloadVolume(t *testing.T, l *golibvirt.Libvirt, vol golibvirt.StorageVol) []byte {
+	t.Helper()
+	_, capacity, _, err := l.StorageVolGetInfo(vol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	for attempt := 1; attempt <= 5; attempt++ {
+		got.Reset()
+		if err := l.StorageVolDownload(vol, &got, 0, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if uint64(got.Len()) >= capacity {
+			return got.Bytes()
+		}
+		t.Logf("download %d of volume %s returned %d of %d bytes; again", attempt, vol.Name, got.Len(), capacity)
+	}
+	t.Fatalf("every download of volume %s returned fewer than its %d bytes (last %d)", vol.Name, capacity, got.Len())
+	return nil
 }
