@@ -34,10 +34,11 @@ import (
 // One NotReady Node gets its Machine replaced, with the health check's
 // Event, status and metric saying so. Then two NotReady Nodes at once:
 // none is replaced, RemediationAllowed is False and says why; when one
-// recovers, the other is replaced and the recovered one kept. (kwok's
-// node-not-ready Stage writes the Node's creation time as the Ready
-// condition's lastTransitionTime, so here the 5s run out as soon as kwok
-// reports the Node NotReady; the envtest tests time the timeouts.)
+// recovers, the other is replaced and the recovered one kept. kwok's
+// Stages (internal/kwok) give the Ready condition the time it turned
+// False as lastTransitionTime, as a kubelet does, so the first Machine
+// must not be failed before the 5s have run from when its Node was made
+// NotReady (less the second condition times lose).
 func TestMachineHealthCheck(t *testing.T) {
 	s := newScenario(t, "mhc")
 	m := s.startManager("--unreachable-force-drain-after", "5s")
@@ -78,6 +79,7 @@ func TestMachineHealthCheck(t *testing.T) {
 	// One Node NotReady: its Machine is failed by the health check (not by
 	// its own hour-long health timeout) and replaced.
 	victim := before[0]
+	madeNotReady := time.Now()
 	s.setNodeReady(nodeOf(&victim), false)
 	s.eventually(90*time.Second, "Machine "+victim.Name+" replaced", func() (bool, error) {
 		ms, err := s.machines()
@@ -89,10 +91,15 @@ func TestMachineHealthCheck(t *testing.T) {
 		}
 		return s.fleetIs(ms, 3, "small")
 	})
-	if !slices.ContainsFunc(rec.versionsOf(victim.Name), func(v machineVersion) bool {
+	versions := rec.versionsOf(victim.Name)
+	if i := slices.IndexFunc(versions, func(v machineVersion) bool {
 		return v.failureReason == "MachineHealthCheck"
-	}) {
-		t.Errorf("Machine %s was not failed by the health check: %s", victim.Name, describeVersions(rec.versionsOf(victim.Name)))
+	}); i < 0 {
+		t.Errorf("Machine %s was not failed by the health check: %s", victim.Name, describeVersions(versions))
+	} else if after := versions[i].seen.Sub(madeNotReady); after < timeout.Duration-time.Second {
+		// The Ready condition's time has whole seconds: up to 1s early.
+		t.Errorf("Machine %s was failed by the health check %s after its Node was made NotReady, before the %s timeout: %s",
+			victim.Name, after.Round(time.Millisecond), timeout.Duration, describeVersions(versions))
 	}
 	s.waitEvent(mhcName, "RemediationStarted", victim.Name)
 	s.eventually(30*time.Second, "the health check's status after the replacement", func() (bool, error) {
