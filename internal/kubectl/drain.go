@@ -25,13 +25,9 @@ func newDrainCommand(o *Options) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: o.completeArg(&v1alpha1.MachineList{}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ns, err := o.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			m := &v1alpha1.Machine{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, m); err != nil {
+			c, m, err := o.getMachine(ctx, args[0])
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(o.Out, "Machine:  %s (%s)\n", m.Name, orDash(string(m.Status.Phase)))

@@ -33,13 +33,9 @@ func newPreserveCommand(o *Options, on bool) *cobra.Command {
 			if err := checkOutput(output, mutationFormats...); err != nil {
 				return err
 			}
-			c, ns, err := o.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			m := &v1alpha1.Machine{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: args[0]}, m); err != nil {
+			c, m, err := o.getMachine(ctx, args[0])
+			if err != nil {
 				return err
 			}
 			want := ""

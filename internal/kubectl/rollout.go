@@ -48,6 +48,19 @@ func mdName(arg string) (string, error) {
 	return arg, nil
 }
 
+// getMachine reads the Machine named name in the command's namespace.
+func (o *Options) getMachine(ctx context.Context, name string) (client.WithWatch, *v1alpha1.Machine, error) {
+	c, ns, err := o.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &v1alpha1.Machine{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, m); err != nil {
+		return nil, nil, err
+	}
+	return c, m, nil
+}
+
 // getMD reads the MachineDeployment an argument names.
 func (o *Options) getMD(ctx context.Context, arg string) (client.WithWatch, *v1alpha1.MachineDeployment, error) {
 	name, err := mdName(arg)
