@@ -150,3 +150,56 @@ const (
 	// NodeChangeScaleDownDisabled: preservation set AutoscalerScaleDownDisabledAnnotation.
 	NodeChangeScaleDownDisabled = "scale-down-disabled"
 )
+
+// In-place updates (docs/in-place-updates.md). A MachineDeployment with
+// strategy InPlace changes its Machines without replacing them: the
+// MachineDeployment controller picks a Machine, the machine controller
+// cordons and drains its Node, has the driver and/or the node agent apply
+// the new template, then moves the Machine to the new MachineSet.
+const (
+	// InPlaceTargetAnnotation on a Machine names the MachineSet whose
+	// template the Machine is being updated to in place (set by the
+	// MachineDeployment controller; the machine controller removes it when
+	// it moves the Machine into that set, or when the update is abandoned).
+	InPlaceTargetAnnotation = GroupName + "/in-place-target"
+	// InPlaceMovingOutAnnotation on a MachineSet lists, comma-separated and
+	// sorted, its Machines being updated in place into another set: the
+	// set neither counts them nor picks them to delete. Written in the same
+	// patch as the set's replicas, so a set's count is never off by a
+	// Machine in transit.
+	InPlaceMovingOutAnnotation = GroupName + "/in-place-moving-out"
+	// InPlaceMovingInAnnotation on a MachineSet lists, comma-separated and
+	// sorted, Machines of another set being updated in place into this
+	// one: the set counts them as its own (not available until updated)
+	// and never creates a Machine in their place.
+	InPlaceMovingInAnnotation = GroupName + "/in-place-moving-in"
+	// UpdateSelectedLabel "true" on a Machine or on its Node selects it for
+	// a Manual in-place update (strategy.inPlace.orchestration Manual).
+	UpdateSelectedLabel = GroupName + "/update-selected"
+
+	// NodeUpdateLabel on a Node hands a node-side in-place update to its
+	// node agent. Millwright sets NodeUpdateReady together with
+	// NodeUpdateVersionLabel; the agent answers NodeUpdateInProgress, then
+	// NodeUpdateSucceeded (once it runs the version and reports it as its
+	// kubeletVersion) or NodeUpdateFailed (with NodeUpdateMessageAnnotation).
+	// Millwright removes the three keys when the Machine has moved.
+	NodeUpdateLabel = GroupName + "/update"
+	// NodeUpdateVersionLabel on a Node is the Kubernetes version (spec.version
+	// of the target template, e.g. v1.36.4) its agent is asked to run.
+	NodeUpdateVersionLabel = GroupName + "/update-version"
+	// NodeUpdateMessageAnnotation on a Node is the agent's reason for a
+	// failed update, for people.
+	NodeUpdateMessageAnnotation = GroupName + "/update-message"
+)
+
+// The values of NodeUpdateLabel.
+const (
+	// NodeUpdateReady: Millwright has drained the Node; the agent may apply the update.
+	NodeUpdateReady = "ready"
+	// NodeUpdateInProgress: the agent has taken the update and is applying it (e.g. rebooting).
+	NodeUpdateInProgress = "in-progress"
+	// NodeUpdateSucceeded: the agent runs the target version.
+	NodeUpdateSucceeded = "succeeded"
+	// NodeUpdateFailed: the agent could not apply the update; NodeUpdateMessageAnnotation says why.
+	NodeUpdateFailed = "failed"
+)

@@ -16,9 +16,19 @@ type MachineSpec struct {
 	ClusterName string `json:"clusterName,omitempty"`
 
 	// Class names the MachineClass whose driver creates this Machine's VM.
-	// Immutable.
+	// Immutable, except that an in-place update moves the Machine to the
+	// class it applied (status.inPlaceUpdate, docs/in-place-updates.md).
 	// +optional
 	Class *MachineClassReference `json:"class,omitempty"`
+
+	// Version is the Kubernetes version the Machine's Node should run
+	// (v1.36.3). Bootstrap providers render it for the node; an in-place
+	// update to another version is carried out by the node agent
+	// (docs/in-place-updates.md). Changed only by an in-place update.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z][0-9A-Za-z.-]*)?$`
+	Version string `json:"version,omitempty"`
 
 	// InfrastructureRef points at the provider's InfraMachine object (for
 	// example a SimMachine) that a provider controller reconciles into a VM.
@@ -266,6 +276,71 @@ type MachineStatus struct {
 	// ObservedGeneration is the generation of the Machine last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// NodeVersion is the kubelet version the Machine's Node reports
+	// (status.nodeInfo.kubeletVersion).
+	// +optional
+	NodeVersion string `json:"nodeVersion,omitempty"`
+
+	// InPlaceUpdate is the in-place update under way, or the last one that
+	// finished (docs/in-place-updates.md). The machine controller resumes
+	// from it after a restart.
+	// +optional
+	InPlaceUpdate *InPlaceUpdateStatus `json:"inPlaceUpdate,omitempty"`
+}
+
+// InPlaceUpdatePhase is how far a Machine's in-place update has got.
+// +kubebuilder:validation:Enum=Draining;Updating;WaitingForNode;Succeeded;Failed;Refused
+type InPlaceUpdatePhase string
+
+// The phases of an in-place update.
+const (
+	// InPlaceDraining: the Node is cordoned and being drained.
+	InPlaceDraining InPlaceUpdatePhase = "Draining"
+	// InPlaceUpdating: the driver is applying the new class to the VM (UpdateMachine).
+	InPlaceUpdating InPlaceUpdatePhase = "Updating"
+	// InPlaceWaitingForNode: the node agent was handed the new version (NodeUpdateLabel) and is applying it.
+	InPlaceWaitingForNode InPlaceUpdatePhase = "WaitingForNode"
+	// InPlaceSucceeded: the update is applied; the Machine moves (or has moved) to the target set and is uncordoned.
+	InPlaceSucceeded InPlaceUpdatePhase = "Succeeded"
+	// InPlaceFailed: the update failed or timed out; the Machine stays cordoned in its old set.
+	InPlaceFailed InPlaceUpdatePhase = "Failed"
+	// InPlaceRefused: the driver said the change cannot be made in place
+	// (UpdateMachine answered FailedPrecondition); the Machine is replaced instead.
+	InPlaceRefused InPlaceUpdatePhase = "Refused"
+)
+
+// InPlaceUpdateStatus records one in-place update of a Machine.
+type InPlaceUpdateStatus struct {
+	// TargetSet is the MachineSet whose template is being applied.
+	// +kubebuilder:validation:MaxLength=253
+	TargetSet string `json:"targetSet"`
+
+	// Class is the MachineClass the update applies (the target template's).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Class string `json:"class,omitempty"`
+
+	// Version is the Kubernetes version the update applies (the target template's).
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Version string `json:"version,omitempty"`
+
+	// Phase is how far the update has got.
+	Phase InPlaceUpdatePhase `json:"phase"`
+
+	// StartedAt is when the update started; updateTimeout runs from here.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// FinishedAt is when the update succeeded, failed or was refused.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+
+	// Message says, for people, what happened last.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // Machine is one VM (or bare-metal host) that becomes one Node. Millwright
@@ -278,8 +353,12 @@ type MachineStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="ProviderID",type=string,JSONPath=`.spec.providerID`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.nodeRef.name`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Node-Version",type=string,JSONPath=`.status.nodeVersion`,priority=1
+// +kubebuilder:printcolumn:name="Update",type=string,JSONPath=`.status.inPlaceUpdate.phase`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="has(self.spec.class) == has(oldSelf.spec.class) && (!has(self.spec.class) || self.spec.class == oldSelf.spec.class)",message="spec.class is immutable; create a new Machine instead"
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.class) == has(oldSelf.spec.class) && (!has(self.spec.class) || self.spec.class == oldSelf.spec.class)) || (has(self.spec.class) && has(oldSelf.spec.class) && has(oldSelf.status) && has(oldSelf.status.inPlaceUpdate) && oldSelf.status.inPlaceUpdate.phase == 'Succeeded' && has(oldSelf.status.inPlaceUpdate.class) && self.spec.class.name == oldSelf.status.inPlaceUpdate.class)",message="spec.class is immutable (only an in-place update that succeeded moves a Machine to another class); create a new Machine instead"
+// +kubebuilder:validation:XValidation:rule="(has(self.spec.version) ? self.spec.version : '') == (has(oldSelf.spec.version) ? oldSelf.spec.version : '') || (has(oldSelf.status) && has(oldSelf.status.inPlaceUpdate) && oldSelf.status.inPlaceUpdate.phase == 'Succeeded' && (has(self.spec.version) ? self.spec.version : '') == (has(oldSelf.status.inPlaceUpdate.version) ? oldSelf.status.inPlaceUpdate.version : ''))",message="spec.version changes only through an in-place update (a MachineDeployment with strategy InPlace); create a new Machine instead"
 // +kubebuilder:validation:XValidation:rule="has(self.spec.infrastructureRef) == has(oldSelf.spec.infrastructureRef) && (!has(self.spec.infrastructureRef) || self.spec.infrastructureRef == oldSelf.spec.infrastructureRef)",message="spec.infrastructureRef is immutable; create a new Machine instead"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.spec.providerID) || size(oldSelf.spec.providerID) == 0 || (has(self.spec.providerID) && self.spec.providerID == oldSelf.spec.providerID)",message="spec.providerID is immutable once set: it identifies the Machine's VM"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.failureReason) || (has(self.status) && has(self.status.failureReason))",message="status.failureReason is terminal: once set it cannot be cleared"

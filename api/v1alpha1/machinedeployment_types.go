@@ -100,7 +100,7 @@ type MachineDeploymentSpec struct {
 }
 
 // MachineDeploymentStrategyType is how a MachineDeployment replaces Machines.
-// +kubebuilder:validation:Enum=RollingUpdate;Recreate;OnDelete
+// +kubebuilder:validation:Enum=RollingUpdate;Recreate;OnDelete;InPlace
 type MachineDeploymentStrategyType string
 
 // The strategies of a MachineDeployment.
@@ -111,13 +111,18 @@ const (
 	RecreateStrategy MachineDeploymentStrategyType = "Recreate"
 	// OnDeleteStrategy creates new Machines only in place of Machines a user deletes.
 	OnDeleteStrategy MachineDeploymentStrategyType = "OnDelete"
+	// InPlaceStrategy updates the existing Machines without replacing them
+	// (docs/in-place-updates.md); a Machine whose change its driver cannot
+	// apply in place is replaced as in RollingUpdate.
+	InPlaceStrategy MachineDeploymentStrategyType = "InPlace"
 )
 
 // MachineDeploymentStrategy says how old Machines are replaced by new ones.
 //
 // +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.rollingUpdate)",message="spec.strategy.rollingUpdate may only be set when spec.strategy.type is RollingUpdate"
+// +kubebuilder:validation:XValidation:rule="self.type == 'InPlace' || !has(self.inPlace)",message="spec.strategy.inPlace may only be set when spec.strategy.type is InPlace"
 type MachineDeploymentStrategy struct {
-	// Type is RollingUpdate (the default), Recreate or OnDelete.
+	// Type is RollingUpdate (the default), Recreate, OnDelete or InPlace.
 	// +optional
 	// +kubebuilder:default=RollingUpdate
 	Type MachineDeploymentStrategyType `json:"type,omitempty"`
@@ -125,6 +130,58 @@ type MachineDeploymentStrategy struct {
 	// RollingUpdate bounds a rolling update. Only with type RollingUpdate.
 	// +optional
 	RollingUpdate *RollingUpdateMachineDeployment `json:"rollingUpdate,omitempty"`
+
+	// InPlace bounds an in-place update. Only with type InPlace.
+	// +optional
+	InPlace *InPlaceMachineDeployment `json:"inPlace,omitempty"`
+}
+
+// InPlaceOrchestration says who picks the Machines an in-place update
+// changes next.
+// +kubebuilder:validation:Enum=Auto;Manual
+type InPlaceOrchestration string
+
+// The orchestrations of an in-place update.
+const (
+	// InPlaceAuto: the MachineDeployment controller picks Machines, up to maxUnavailable at a time.
+	InPlaceAuto InPlaceOrchestration = "Auto"
+	// InPlaceManual: only Machines a person selected (UpdateSelectedLabel on
+	// the Machine or its Node) are updated, still up to maxUnavailable at a time.
+	InPlaceManual InPlaceOrchestration = "Manual"
+)
+
+// InPlaceMachineDeployment bounds an in-place update.
+type InPlaceMachineDeployment struct {
+	// Orchestration is Auto (the default) or Manual.
+	// +optional
+	// +kubebuilder:default=Auto
+	Orchestration InPlaceOrchestration `json:"orchestration,omitempty"`
+
+	// MaxUnavailable is how many Machines may be cordoned, draining or
+	// updating at once (together with those unavailable for other
+	// reasons): an absolute number (1) or a percentage of replicas (10%,
+	// rounded down, at least 1). Defaults to 1; cannot be 0.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 && self <= 2147483647 : self.matches('^0*(100|[1-9][0-9]?)%$')",message="spec.strategy.inPlace.maxUnavailable must be a positive integer (1) or a percentage from 1% to 100% (10%): with 0 no Machine could ever be updated"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// UpdateTimeout is how long one Machine's update (drain, apply, the
+	// Node back Ready at the new version) may take before it counts as
+	// failed. Defaults to 20m.
+	// +optional
+	// +kubebuilder:default="20m"
+	UpdateTimeout *metav1.Duration `json:"updateTimeout,omitempty"`
+
+	// MaxFailed is how many failed in-place updates the rollout tolerates:
+	// once more Machines than this have failed, no further Machine is
+	// started and the Progressing condition says why. Defaults to 0: the
+	// first failure stops the rollout.
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=0
+	MaxFailed *int32 `json:"maxFailed,omitempty"`
 }
 
 // RollingUpdateMachineDeployment bounds a rolling update.

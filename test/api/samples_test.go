@@ -192,7 +192,7 @@ func TestKubectlExplain(t *testing.T) {
 	for _, want := range []string{
 		"Strategy says how old Machines are replaced by new ones",
 		"RollingUpdate bounds a rolling update",
-		"Type is RollingUpdate (the default), Recreate or OnDelete",
+		"Type is RollingUpdate (the default), Recreate, OnDelete or InPlace",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("kubectl explain output lacks %q:\n%s", want, out)

@@ -195,6 +195,37 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 				set(u, map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "NotIn", "values": []any{"a"}}}}, "spec", "selector")
 			},
 			"spec.selector.matchExpressions do not match spec.template.metadata.labels"},
+		{"InPlace deployment with maxUnavailable 0", validDeployment,
+			func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"type": "InPlace", "inPlace": map[string]any{"maxUnavailable": 0}}, "spec", "strategy")
+			},
+			"spec.strategy.inPlace.maxUnavailable must be a positive integer (1) or a percentage from 1% to 100% (10%)"},
+		{"InPlace deployment with maxUnavailable 0%", validDeployment,
+			func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"type": "InPlace", "inPlace": map[string]any{"maxUnavailable": "0%"}}, "spec", "strategy")
+			},
+			"spec.strategy.inPlace.maxUnavailable must be a positive integer"},
+		{"InPlace deployment with an unknown orchestration", validDeployment,
+			func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"type": "InPlace", "inPlace": map[string]any{"orchestration": "Canary"}}, "spec", "strategy")
+			},
+			`spec.strategy.inPlace.orchestration: Unsupported value: "Canary"`},
+		{"RollingUpdate deployment with inPlace", validDeployment,
+			func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"type": "RollingUpdate", "inPlace": map[string]any{"maxUnavailable": 1}}, "spec", "strategy")
+			},
+			"spec.strategy.inPlace may only be set when spec.strategy.type is InPlace"},
+		{"InPlace deployment with a negative maxFailed", validDeployment,
+			func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"type": "InPlace", "inPlace": map[string]any{"maxFailed": -1}}, "spec", "strategy")
+			},
+			"spec.strategy.inPlace.maxFailed in body should be greater than or equal to 0"},
+		{"deployment template with a version that is not a Kubernetes version", validDeployment,
+			func(u *unstructured.Unstructured) { set(u, "1.36", "spec", "template", "spec", "version") },
+			"spec.template.spec.version in body should match"},
+		{"machine with a version that is not a Kubernetes version", validMachine,
+			func(u *unstructured.Unstructured) { set(u, "latest", "spec", "version") },
+			"spec.version in body should match"},
 		{"deployment with an invalid template lifecycle", validDeployment,
 			func(u *unstructured.Unstructured) {
 				set(u, "0m", "spec", "template", "spec", "lifecycle", "healthTimeout")
@@ -219,9 +250,12 @@ type updateCase struct {
 	name   string
 	base   string
 	status bool // the change goes through the status subresource
-	before func(u *unstructured.Unstructured)
-	mutate func(u *unstructured.Unstructured)
-	want   string
+	// beforeStatus: the first change (before) goes through the status
+	// subresource while the refused one does not.
+	beforeStatus bool
+	before       func(u *unstructured.Unstructured)
+	mutate       func(u *unstructured.Unstructured)
+	want         string
 }
 
 func TestInvalidUpdatesAreRefused(t *testing.T) {
@@ -255,6 +289,26 @@ func TestInvalidUpdatesAreRefused(t *testing.T) {
 		{name: "failureMessage cleared", base: validMachine, status: true, before: withFailure,
 			mutate: func(u *unstructured.Unstructured) { set(u, nil, "status", "failureMessage") },
 			want:   "status.failureMessage is terminal"},
+		{name: "machine version set by hand", base: validMachine,
+			mutate: func(u *unstructured.Unstructured) { set(u, "v1.36.4", "spec", "version") },
+			want:   "spec.version changes only through an in-place update"},
+		{name: "machine class changed while its in-place update is still running", base: validMachine, beforeStatus: true,
+			before: func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"targetSet": "s2", "class": "other", "phase": "Updating"}, "status", "inPlaceUpdate")
+			},
+			mutate: func(u *unstructured.Unstructured) { set(u, "other", "spec", "class", "name") },
+			want:   "spec.class is immutable"},
+		{name: "machine class changed to another class than its in-place update applied", base: validMachine, beforeStatus: true,
+			before: func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"targetSet": "s2", "class": "other", "phase": "Succeeded"}, "status", "inPlaceUpdate")
+			},
+			mutate: func(u *unstructured.Unstructured) { set(u, "third", "spec", "class", "name") },
+			want:   "spec.class is immutable"},
+		{name: "unknown in-place update phase", base: validMachine, status: true,
+			mutate: func(u *unstructured.Unstructured) {
+				set(u, map[string]any{"targetSet": "s2", "phase": "Rebooting"}, "status", "inPlaceUpdate")
+			},
+			want: `status.inPlaceUpdate.phase: Unsupported value: "Rebooting"`},
 		{name: "unknown phase", base: validMachine, status: true,
 			mutate: func(u *unstructured.Unstructured) { set(u, "Exploded", "status", "phase") },
 			want:   `status.phase: Unsupported value: "Exploded"`},
@@ -272,7 +326,7 @@ func TestInvalidUpdatesAreRefused(t *testing.T) {
 			}
 			if tc.before != nil {
 				tc.before(u)
-				if err := update(u, tc.status); err != nil {
+				if err := update(u, tc.status || tc.beforeStatus); err != nil {
 					t.Fatalf("making the valid first change: %v", err)
 				}
 			}
@@ -320,6 +374,26 @@ func TestAllowedUpdates(t *testing.T) {
 				t.Fatalf("a valid change was refused: %v", err)
 			}
 		})
+	}
+}
+
+// TestInPlaceUpdateMovesClassAndVersion: once a Machine's status records a
+// succeeded in-place update, its spec may take the class and version that
+// update applied (the machine controller's move).
+func TestInPlaceUpdateMovesClassAndVersion(t *testing.T) {
+	u := object(t, validMachine)
+	set(u, "v1.36.3", "spec", "version")
+	if err := create(t, u); err != nil {
+		t.Fatalf("creating the valid base object: %v", err)
+	}
+	set(u, map[string]any{"targetSet": "s2", "class": "other", "version": "v1.36.4", "phase": "Succeeded"}, "status", "inPlaceUpdate")
+	if err := update(u, true); err != nil {
+		t.Fatalf("recording the succeeded update: %v", err)
+	}
+	set(u, "other", "spec", "class", "name")
+	set(u, "v1.36.4", "spec", "version")
+	if err := update(u, false); err != nil {
+		t.Fatalf("moving the Machine to the class and version its in-place update applied was refused: %v", err)
 	}
 }
 
