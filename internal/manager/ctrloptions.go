@@ -11,6 +11,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 )
 
 // managerOptions maps the flags onto controller-runtime's options.
@@ -34,6 +35,7 @@ func (o *Options) managerOptions(scheme *runtime.Scheme) ctrl.Options {
 		LeaseDuration:                 &le.LeaseDuration,
 		RenewDeadline:                 &le.RenewDeadline,
 		RetryPeriod:                   &le.RetryPeriod,
+		Controller:                    ctrlconfig.Controller(),
 	}
 	// No controller reads managedFields; dropping them from the cache
 	// saves a good part of every cached object's memory.

@@ -13,6 +13,7 @@ import (
 
 	infrav1 "github.com/millwright-dev/millwright/api/infrastructure/v1alpha1"
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/internal/provider/sim/simmachine"
 	"github.com/millwright-dev/millwright/internal/provider/sim/simmachinetemplate"
@@ -36,9 +37,10 @@ func newInfraManager(cfg *rest.Config, s *sim.Sim, workers int, log *slog.Logger
 	// controller-runtime's packages log through its global logger.
 	ctrl.SetLogger(logger)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Logger:  logger,
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Scheme:     scheme,
+		Logger:     logger,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: ctrlconfig.Controller(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("SimMachine controller: %w", err)

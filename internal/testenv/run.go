@@ -9,10 +9,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 )
 
 // Run is the body of a TestMain: it starts a control plane, hands it to
@@ -46,7 +46,7 @@ func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: ctrlconfig.ForTests(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,14 +18,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
@@ -130,7 +129,7 @@ func (h *Harness) StartManager() {
 		Scheme:     Env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.NS: {}}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: ctrlconfig.ForTests(),
 	}
 	if h.opts.Manager != nil {
 		h.opts.Manager(&opts)

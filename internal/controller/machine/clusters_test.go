@@ -9,17 +9,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
@@ -101,7 +100,7 @@ func splitClustersWith(t *testing.T, ns string, cfg machine.Config, wrapTarget, 
 		Scheme:     controllertest.Env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: ctrlconfig.ForTests(),
 	})
 	if err != nil {
 		t.Fatal(err)

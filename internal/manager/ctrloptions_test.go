@@ -1,0 +1,17 @@
+package manager
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// TestManagerAvoidsThePriorityQueue: controller-runtime v0.24's priority
+// queue can deadlock a stopping controller (see internal/ctrlconfig), which
+// the test harness saw as a manager not stopping within its grace period.
+func TestManagerAvoidsThePriorityQueue(t *testing.T) {
+	opts := NewOptions().managerOptions(runtime.NewScheme())
+	if q := opts.Controller.UsePriorityQueue; q == nil || *q {
+		t.Fatalf("the manager's controllers use controller-runtime's priority queue (UsePriorityQueue %v); it can deadlock on shutdown", q)
+	}
+}
