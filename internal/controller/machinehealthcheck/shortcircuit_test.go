@@ -23,9 +23,13 @@ func TestShortCircuitHoldsAZoneOutageBackAndResumes(t *testing.T) {
 	set(h, "zone", 5)
 	healthCheck(h, "zone", v1alpha1.MachineHealthCheckSpec{
 		Selector: selecting("zone"),
+		// The zone goes dark one Node at a time: the condition's timeout
+		// must outlast the five flips, or a loaded machine lets the health
+		// check judge (and, at 2 of 5, rightly replace) the first Nodes
+		// before the last ones are dark.
 		Checks: v1alpha1.MachineHealthCheckChecks{UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
-			nodeCondition("Ready", "False", time.Second),
-			nodeCondition("Ready", "Unknown", time.Second),
+			nodeCondition("Ready", "False", 5*time.Second),
+			nodeCondition("Ready", "Unknown", 5*time.Second),
 		}},
 		Remediation: v1alpha1.MachineHealthCheckRemediation{
 			TriggerIf: &v1alpha1.MachineHealthCheckTriggerIf{UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("40%"))},
