@@ -25,6 +25,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&MachineDeployment{}, &MachineDeploymentList{},
 		&MachineDrainRule{}, &MachineDrainRuleList{},
 		&MachineHealthCheck{}, &MachineHealthCheckList{},
+		&MachineDisruptionBudget{}, &MachineDisruptionBudgetList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

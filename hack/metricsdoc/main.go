@@ -24,8 +24,10 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
 	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 func main() {
@@ -60,6 +62,8 @@ func write(path string) error {
 	collectors = append(collectors, machine.Collectors(reader)...)
 	collectors = append(collectors, machinedeployment.Collectors(reader)...)
 	collectors = append(collectors, machinehealthcheck.Collectors()...)
+	collectors = append(collectors, machinedisruptionbudget.Collectors()...)
+	collectors = append(collectors, disruption.Collectors()...)
 	collectors = append(collectors, safety.Collectors()...)
 	var ms []metric
 	for _, c := range collectors {

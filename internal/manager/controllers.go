@@ -13,9 +13,11 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/machineclass"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
 	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
+	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/provider/tokenbootstrap"
 )
 
@@ -61,14 +63,20 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := machinedeployment.RegisterMetrics(mgr.GetClient()); err != nil {
 		return fmt.Errorf("machinedeployment metrics: %w", err)
 	}
+	gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
 	mhc := &machinehealthcheck.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Target:    target.GetClient(),
 		Recorder:  mgr.GetEventRecorder("machinehealthcheck-controller"),
+		Gate:      gate,
 	}
 	if err := mhc.SetupWithManager(mgr, target, machineHealthCheckWorkers); err != nil {
 		return fmt.Errorf("machinehealthcheck controller: %w", err)
+	}
+	mdb := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if err := mdb.SetupWithManager(mgr, machineDisruptionBudgetWorkers); err != nil {
+		return fmt.Errorf("machinedisruptionbudget controller: %w", err)
 	}
 	if err := sc.SetupWithManager(ctx, mgr, target); err != nil {
 		return fmt.Errorf("safety controller: %w", err)
@@ -93,6 +101,10 @@ const machineClassWorkers = 2
 // machineHealthCheckWorkers are the health check controller's concurrent
 // reconciles: few health checks, each judging many Machines from the cache.
 const machineHealthCheckWorkers = 2
+
+// machineDisruptionBudgetWorkers are the budget controller's concurrent
+// reconciles: few budgets, each a count over the namespace's cached Machines.
+const machineDisruptionBudgetWorkers = 2
 
 // tokenBootstrapWorkers are the TokenBootstrapConfig controller's
 // concurrent reconciles: a few API calls each, and only at Machine

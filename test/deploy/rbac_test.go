@@ -73,6 +73,10 @@ var wantGrants = slices.Concat(
 	// The MachineHealthCheck controller reads health checks and writes their status.
 	grants("ClusterRole millwright-manager", mwGroup, "machinehealthchecks", "get;list;watch"),
 	grants("ClusterRole millwright-manager", mwGroup, "machinehealthchecks/status", "patch"),
+	// The MachineDisruptionBudget controller recounts budgets; the gate, run
+	// in the other controllers, records grants in their status.
+	grants("ClusterRole millwright-manager", mwGroup, "machinedisruptionbudgets", "get;list;watch"),
+	grants("ClusterRole millwright-manager", mwGroup, "machinedisruptionbudgets/status", "patch"),
 	grants("ClusterRole millwright-manager", "", "secrets;persistentvolumeclaims;persistentvolumes", "get"),
 	// User-data Secrets of TokenBootstrapConfigs, in the config's namespace
 	// (created once; the garbage collector deletes them with the config).

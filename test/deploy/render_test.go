@@ -36,6 +36,7 @@ var defaultObjects = []string{
 	"customresourcedefinition.apiextensions.k8s.io/machinedeployments.machine.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/machinedrainrules.machine.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/machinehealthchecks.machine.millwright.dev",
+	"customresourcedefinition.apiextensions.k8s.io/machinedisruptionbudgets.machine.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/simmachines.infrastructure.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/simmachinetemplates.infrastructure.millwright.dev",
 	"customresourcedefinition.apiextensions.k8s.io/tokenbootstrapconfigs.bootstrap.millwright.dev",

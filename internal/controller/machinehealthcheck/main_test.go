@@ -8,13 +8,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
 	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
 
-// newHarness runs the machine, MachineSet and health check controllers.
+// newHarness runs the machine, MachineSet, health check and disruption
+// budget controllers; the health check asks the budgets before it remediates.
 func newHarness(t *testing.T) *controllertest.Harness {
 	return controllertest.New(t, controllertest.Options{
 		Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
@@ -22,8 +25,13 @@ func newHarness(t *testing.T) *controllertest.Harness {
 			if err := ms.SetupWithManager(ctx, mgr, 2); err != nil {
 				return err
 			}
+			mdb := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+			if err := mdb.SetupWithManager(mgr, 2); err != nil {
+				return err
+			}
+			gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
 			r := &machinehealthcheck.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Target: mgr.GetClient(),
-				Recorder: mgr.GetEventRecorder("machinehealthcheck-controller")}
+				Recorder: mgr.GetEventRecorder("machinehealthcheck-controller"), Gate: gate}
 			return r.SetupWithManager(mgr, mgr, 2)
 		},
 	})

@@ -20,3 +20,9 @@ package machinehealthcheck
 // not know: the provider of a remediation kind ships a ClusterRole granting
 // get on its templates and get, create and delete on its objects, bound to
 // the manager's ServiceAccount (docs/health-checks.md).
+//
+// MachineDisruptionBudgets are read (watched: a recount may free a waiting
+// remediation) and granted from (status patch), and waiting Machines get a
+// DisruptionAllowed condition and an Event (internal/disruption).
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedisruptionbudgets/status,verbs=patch

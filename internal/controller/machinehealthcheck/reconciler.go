@@ -25,6 +25,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 // Reconciler reconciles MachineHealthChecks.
@@ -40,6 +41,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Gate is asked before a remediation starts: the MachineDisruptionBudgets
+	// selecting the Machine must allow it (docs/disruption-budgets.md). Nil
+	// allows every remediation.
+	Gate *disruption.Gate
 }
 
 // target is one selected Machine and what the reconcile decided for it.
@@ -177,6 +182,15 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 			case b.start <= 0:
 				reasons[m.Name] += " (waiting: maxInFlight reached)"
 			default:
+				d, err := r.Gate.Request(ctx, m, v1alpha1.DisruptionRemediation)
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if !d.Allowed {
+					// The budget's recount (watched) wakes the check again.
+					reasons[m.Name] += " (waiting: " + d.Message + ")"
+					break
+				}
 				b.start--
 				started = append(started, m.Name)
 				if err := r.start(ctx, mhc, m, t.verdict, now); err != nil {

@@ -31,6 +31,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		Watches(&v1alpha1.MachineHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespace),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
+		// A budget's recount may free the disruption a remediation waits for.
+		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToChecks),
+			builder.WithPredicates(allowedChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToChecks), conditionsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -47,6 +50,20 @@ func (r *Reconciler) allInNamespace(ctx context.Context, o client.Object) []reco
 		if list.Items[i].Name != o.GetName() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
+	}
+	return reqs
+}
+
+// budgetToChecks maps a MachineDisruptionBudget to every health check of
+// its namespace: any of them may have a remediation waiting for it.
+func (r *Reconciler) budgetToChecks(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1alpha1.MachineHealthCheckList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }
@@ -79,6 +96,19 @@ func (r *Reconciler) nodeToChecks(ctx context.Context, node *corev1.Node) []reco
 		return nil // not ours, or not in this manager's namespace
 	}
 	return r.machineToChecks(ctx, m)
+}
+
+// allowedChanged passes budget events that may change what the gate
+// answers: a new or deleted budget, and a change of its spec or of the
+// disruptions it allows.
+func allowedChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*v1alpha1.MachineDisruptionBudget)
+			n, ok2 := e.ObjectNew.(*v1alpha1.MachineDisruptionBudget)
+			return !ok1 || !ok2 || o.Generation != n.Generation || o.Status.DisruptionsAllowed != n.Status.DisruptionsAllowed
+		},
+	}
 }
 
 // conditionsChanged passes Node events whose condition statuses changed

@@ -1,0 +1,132 @@
+package machinedisruptionbudget_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/disruption"
+)
+
+func grants(b *v1alpha1.MachineDisruptionBudget) []string {
+	var out []string
+	for _, d := range b.Status.DisruptedMachines {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// TestGrantCountsUntilItTakesEffect: a grant counts as unavailable from the
+// moment it is recorded until its Machine is seen unavailable (then it is
+// counted as such) and gone (then not at all); a Machine refused meanwhile
+// is listed as waiting.
+func TestGrantCountsUntilItTakesEffect(t *testing.T) {
+	ns := start(t)
+	m0 := machine(t, ns, "m0", pool("a"), true)
+	m1 := machine(t, ns, "m1", pool("a"), true)
+	machine(t, ns, "m2", pool("a"), true)
+	budget(t, ns, "prod", pool("a"), intstr.FromInt32(1))
+	want := "expected 3 max 1 unavailable 0 allowed 1"
+	waitStatus(t, ns, "prod", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return counts(b) == want })
+
+	g := &disruption.Gate{Client: env.Client}
+	if d, err := g.Request(ctx, m0, v1alpha1.DisruptionRollout); err != nil || !d.Allowed {
+		t.Fatalf("m0: %+v, %v; want Allowed", d, err)
+	}
+	if d, err := g.Request(ctx, m1, v1alpha1.DisruptionRollout); err != nil || d.Allowed {
+		t.Fatalf("m1: %+v, %v; want waiting", d, err)
+	}
+	// A new Machine, not yet Ready, makes the controller recount: the
+	// grant of m0, still Ready, counts.
+	machine(t, ns, "new", pool("a"), false)
+	want = "expected 4 max 1 unavailable 2 allowed 0"
+	b := waitStatus(t, ns, "prod", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return b.Status.ExpectedMachines == 4 })
+	if counts(b) != want || !slices.Equal(grants(b), []string{"m0"}) {
+		t.Fatalf("after the recount: %s, grants %v; want %s, [m0]", counts(b), grants(b), want)
+	}
+	waitStatus(t, ns, "prod", "m1 listed as waiting", func(b *v1alpha1.MachineDisruptionBudget) bool {
+		return len(b.Status.WaitingMachines) == 1 && b.Status.WaitingMachines[0].Name == "m1"
+	})
+
+	// The disruption takes effect: m0 counts as unavailable, once.
+	setReady(t, m0, false)
+	b = waitStatus(t, ns, "prod", "the grant to end", func(b *v1alpha1.MachineDisruptionBudget) bool { return len(grants(b)) == 0 })
+	if want = "expected 4 max 1 unavailable 2 allowed 0"; counts(b) != want {
+		t.Fatalf("after m0 went down: %s, want %s", counts(b), want)
+	}
+	// m0 is gone and its replacement Ready: the budget is free again.
+	if err := env.Client.Delete(ctx, m0); err != nil {
+		t.Fatal(err)
+	}
+	setReady(t, &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "new"}}, true)
+	want = "expected 3 max 1 unavailable 0 allowed 1"
+	waitStatus(t, ns, "prod", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return counts(b) == want })
+}
+
+// staleBudget serves one old copy of the budget, as a lagging cache would.
+type staleBudget struct {
+	client.Client
+	old *v1alpha1.MachineDisruptionBudget
+}
+
+func (s staleBudget) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if b, ok := obj.(*v1alpha1.MachineDisruptionBudget); ok {
+		s.old.DeepCopyInto(b)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestRecountFromAStaleReadNeverOverwritesAGrant: a recount computed from
+// a budget read before a grant is refused by the API server (status lock)
+// instead of writing counts that forget the grant.
+func TestRecountFromAStaleReadNeverOverwritesAGrant(t *testing.T) {
+	ns := "mdb-stale"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	m0 := machine(t, ns, "m0", pool("a"), true)
+	m1 := machine(t, ns, "m1", pool("a"), true)
+	machine(t, ns, "m2", pool("a"), true)
+	budget(t, ns, "prod", pool("a"), intstr.FromInt32(2))
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: "prod"}}
+	fresh := &machinedisruptionbudget.Reconciler{Client: env.Client, APIReader: env.Client}
+	if _, err := fresh.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	stale := getBudget(t, ns, "prod")
+	if stale.Status.DisruptionsAllowed != 2 {
+		t.Fatalf("allowed %d, want 2", stale.Status.DisruptionsAllowed)
+	}
+
+	if d, err := (&disruption.Gate{Client: env.Client}).Request(ctx, m0, v1alpha1.DisruptionScaleDown); err != nil || !d.Allowed {
+		t.Fatalf("m0: %+v, %v; want Allowed", d, err)
+	}
+	setReady(t, m1, false)
+	before := getBudget(t, ns, "prod")
+
+	lagging := &machinedisruptionbudget.Reconciler{Client: staleBudget{env.Client, stale}, APIReader: env.Client}
+	res, err := lagging.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter != requeue.ConflictRetry {
+		t.Errorf("stale recount: %+v, %v; want a conflict retry", res, err)
+	}
+	if after := getBudget(t, ns, "prod"); after.ResourceVersion != before.ResourceVersion {
+		t.Fatalf("a recount from a stale read was written: %s, grants %v (before: %s, grants %v)",
+			counts(after), grants(after), counts(before), grants(before))
+	}
+	if _, err := fresh.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if b, want := getBudget(t, ns, "prod"), "expected 3 max 2 unavailable 2 allowed 0"; counts(b) != want {
+		t.Errorf("fresh recount: %s, want %s", counts(b), want)
+	}
+}

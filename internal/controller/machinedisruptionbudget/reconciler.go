@@ -1,0 +1,208 @@
+// Package machinedisruptionbudget is the MachineDisruptionBudget
+// controller: it counts, for each budget, the Machines it selects, those
+// unavailable and the grants not yet taken effect, and writes how many
+// more voluntary disruptions the budget allows — the number the gate
+// (internal/disruption) takes grants from. docs/disruption-budgets.md
+// describes the rules.
+package machinedisruptionbudget
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/disruption"
+)
+
+// Reconciler reconciles MachineDisruptionBudgets.
+type Reconciler struct {
+	// Client reads (from the cache) and writes the control cluster.
+	Client client.Client
+	// APIReader reads past the cache: a granted Machine the cache does not
+	// show may only be one it has not seen yet, not one that is gone.
+	APIReader client.Reader
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Reconcile recounts one budget.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	b := &v1alpha1.MachineDisruptionBudget{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMetrics(req.Namespace, req.Name)
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	// The status lock: the gate records grants in this status under its
+	// resourceVersion, and a recount from an older read must never write
+	// over a grant it has not seen.
+	w := patch.New(r.Client, b, patch.WithStatusLock())
+	res, err := r.recount(ctx, b, now)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := w.PatchStatus(ctx, b); err != nil {
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	exportMetrics(b)
+	return res, nil
+}
+
+// recount fills b's status from its Machines; it asks to be called again
+// when the oldest pending grant lapses.
+func (r *Reconciler) recount(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, now time.Time) (reconcile.Result, error) {
+	machines, err := r.machines(ctx, b)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	st := &b.Status
+	st.ObservedGeneration = b.Generation
+	ev, err := disruption.Evaluate(b, machines, now)
+	if err != nil {
+		// Only a budget written around admission gets here: it grants
+		// nothing until fixed, and says why.
+		st.ExpectedMachines, st.MaxUnavailable, st.CurrentUnavailable, st.DisruptionsAllowed = 0, 0, 0, 0
+		st.WaitingMachines = nil
+		r.setCondition(b, v1alpha1.DisruptionAllowedCondition, false, disruption.ReasonInvalidSpec,
+			"the budget grants no disruption until its spec is fixed: "+err.Error(), now)
+		return reconcile.Result{}, nil
+	}
+	st.ExpectedMachines, st.MaxUnavailable = ev.Expected, ev.Max
+	st.CurrentUnavailable, st.DisruptionsAllowed = ev.Unavailable, ev.Allowed
+	st.DisruptedMachines, st.WaitingMachines = ev.Disrupted, ev.Waiting
+	switch {
+	case ev.Expected == 0:
+		r.setCondition(b, v1alpha1.DisruptionAllowedCondition, false, disruption.ReasonNoMachinesSelected,
+			"spec.selector selects no Machine of namespace "+b.Namespace+": the budget bounds nothing", now)
+	case ev.Allowed == 0:
+		r.setCondition(b, v1alpha1.DisruptionAllowedCondition, false, disruption.ReasonBudgetExhausted,
+			fmt.Sprintf("%d of %d selected Machines are unavailable, maxUnavailable %s (%d): voluntary disruptions wait (%s)",
+				ev.Unavailable, ev.Expected, b.Spec.MaxUnavailable.String(), ev.Max, why(ev)), now)
+	default:
+		r.setCondition(b, v1alpha1.DisruptionAllowedCondition, true, disruption.ReasonDisruptionsAllowed,
+			fmt.Sprintf("%d of %d selected Machines are unavailable, maxUnavailable %s (%d): %d more disruption(s) allowed",
+				ev.Unavailable, ev.Expected, b.Spec.MaxUnavailable.String(), ev.Max, ev.Allowed), now)
+	}
+	if err := r.overlap(ctx, b, machines, now); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(ev.Disrupted) > 0 {
+		lapse := ev.Disrupted[0].GrantedAt.Add(disruption.GrantTTL).Sub(now)
+		return reconcile.Result{RequeueAfter: max(lapse, time.Second)}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// machines lists the namespace's Machines from the cache, and from the API
+// server those with a pending grant the cache does not show yet.
+func (r *Reconciler) machines(ctx context.Context, b *v1alpha1.MachineDisruptionBudget) ([]v1alpha1.Machine, error) {
+	list := &v1alpha1.MachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, m := range list.Items {
+		seen[m.Name] = true
+	}
+	for _, g := range b.Status.DisruptedMachines {
+		if seen[g.Name] {
+			continue
+		}
+		m := &v1alpha1.Machine{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: g.Name}, m)
+		switch {
+		case err == nil:
+			list.Items = append(list.Items, *m)
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	return list.Items, nil
+}
+
+// overlap sets the Overlapping condition: the other budgets selecting any
+// of b's Machines (each must allow their disruption too).
+func (r *Reconciler) overlap(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, now time.Time) error {
+	list := &v1alpha1.MachineDisruptionBudgetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace)); err != nil {
+		return err
+	}
+	others := map[string]bool{}
+	for i := range machines {
+		m := &machines[i]
+		if ok, _ := disruption.Selects(b, m); !ok {
+			continue
+		}
+		for j := range list.Items {
+			o := &list.Items[j]
+			if o.Name == b.Name || others[o.Name] {
+				continue
+			}
+			if ok, _ := disruption.Selects(o, m); ok {
+				others[o.Name] = true
+			}
+		}
+	}
+	if len(others) == 0 {
+		r.setCondition(b, v1alpha1.OverlappingCondition, false, disruption.ReasonNoOverlap,
+			"no other MachineDisruptionBudget selects any of this budget's Machines", now)
+		return nil
+	}
+	names := make([]string, 0, len(others))
+	for n := range others {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	r.setCondition(b, v1alpha1.OverlappingCondition, true, disruption.ReasonOverlapping,
+		"some selected Machines are also selected by "+strings.Join(names, ", ")+": their disruptions wait until every budget selecting them allows one", now)
+	return nil
+}
+
+// why names up to five unavailable Machines and why, for the condition.
+func why(ev disruption.Evaluation) string {
+	names := make([]string, 0, len(ev.Why))
+	for n := range ev.Why {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, 5)
+	for i, n := range names {
+		if i == 5 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-5))
+			break
+		}
+		parts = append(parts, n+" "+ev.Why[n])
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r *Reconciler) setCondition(b *v1alpha1.MachineDisruptionBudget, t string, ok bool, reason, message string, now time.Time) {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
+		ObservedGeneration: b.Generation, LastTransitionTime: metav1.NewTime(now)})
+}

@@ -1,0 +1,127 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// GrantTTL is how long a grant counts as unavailable before its Machine is
+// seen unavailable. The callers act right after the grant (delete, mark,
+// start draining), so only a caller that stopped in between leaves a grant
+// that long; it lapses then, as a PodDisruptionBudget's disruptedPods
+// entries do.
+const GrantTTL = 2 * time.Minute
+
+// Selects reports whether the budget selects the Machine; an error means a
+// selector written around admission.
+func Selects(b *v1alpha1.MachineDisruptionBudget, m *v1alpha1.Machine) (bool, error) {
+	if b.Namespace != m.Namespace {
+		return false, nil
+	}
+	sel, err := selector(b)
+	if err != nil {
+		return false, err
+	}
+	return sel.Matches(labels.Set(m.Labels)), nil
+}
+
+func selector(b *v1alpha1.MachineDisruptionBudget) (labels.Selector, error) {
+	sel, err := b.Spec.Selector.AsSelector()
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	if sel.Empty() {
+		// Admission refuses it; a budget over the whole namespace by
+		// accident must not freeze every Machine.
+		return nil, fmt.Errorf("spec.selector is empty")
+	}
+	return sel, nil
+}
+
+// Evaluation is a budget's state computed from its Machines.
+type Evaluation struct {
+	// Expected is the number of selected Machines not being deleted.
+	Expected int32
+	// Max is spec.maxUnavailable resolved against Expected (rounded up).
+	Max int32
+	// Unavailable is the selected Machines unavailable, with the grants
+	// not yet seen taking effect.
+	Unavailable int32
+	// Allowed is how many more voluntary disruptions may be granted.
+	Allowed int32
+	// Disrupted are the grants still pending, oldest first.
+	Disrupted []v1alpha1.DisruptedMachine
+	// Waiting are the selected Machines waiting for a budget, by name.
+	Waiting []v1alpha1.WaitingMachine
+	// Why names, by Machine, the unavailable ones and why (for people).
+	Why map[string]string
+}
+
+// Evaluate computes a budget's state from the Machines of its namespace:
+// which it selects, which are unavailable, which of its grants are still
+// pending (a grant ends when its Machine is seen unavailable or gone, or
+// after GrantTTL), and so how many more disruptions it may grant.
+func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, now time.Time) (Evaluation, error) {
+	sel, err := selector(b)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	ev := Evaluation{Why: map[string]string{}}
+	selected := map[string]*v1alpha1.Machine{}
+	for i := range machines {
+		m := &machines[i]
+		if m.Namespace != b.Namespace || !sel.Matches(labels.Set(m.Labels)) || !counted(m) {
+			continue
+		}
+		selected[m.Name] = m
+		if m.DeletionTimestamp.IsZero() {
+			ev.Expected++
+		}
+		if down, why := Unavailable(m); down {
+			ev.Unavailable++
+			ev.Why[m.Name] = why
+		}
+		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil &&
+			c.Status == "False" && m.DeletionTimestamp.IsZero() {
+			ev.Waiting = append(ev.Waiting, v1alpha1.WaitingMachine{Name: m.Name, Message: truncate(c.Message, 1024)})
+		}
+	}
+	for _, g := range b.Status.DisruptedMachines {
+		m, ok := selected[g.Name]
+		if !ok || now.Sub(g.GrantedAt.Time) >= GrantTTL {
+			continue // gone (or no longer selected), or lapsed
+		}
+		if down, _ := Unavailable(m); down {
+			continue // taken effect: counted above
+		}
+		ev.Unavailable++
+		ev.Why[g.Name] = "granted a disruption (" + string(g.Kind) + ")"
+		ev.Disrupted = append(ev.Disrupted, g)
+	}
+	max, err := intstr.GetScaledValueFromIntOrPercent(&b.Spec.MaxUnavailable, int(ev.Expected), true)
+	if err != nil || max < 0 {
+		return Evaluation{}, fmt.Errorf("spec.maxUnavailable %s is not a non-negative number or percentage", b.Spec.MaxUnavailable.String())
+	}
+	ev.Max = int32(max)
+	ev.Allowed = ev.Max - ev.Unavailable
+	if ev.Allowed < 0 || ev.Expected == 0 {
+		ev.Allowed = 0
+	}
+	sort.Slice(ev.Disrupted, func(i, j int) bool { return ev.Disrupted[i].GrantedAt.Before(&ev.Disrupted[j].GrantedAt) })
+	sort.Slice(ev.Waiting, func(i, j int) bool { return ev.Waiting[i].Name < ev.Waiting[j].Name })
+	return ev, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,129 @@
+package disruption_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/disruption"
+)
+
+func budget(maxUnavailable intstr.IntOrString, grants ...v1alpha1.DisruptedMachine) *v1alpha1.MachineDisruptionBudget {
+	return &v1alpha1.MachineDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
+		Spec: v1alpha1.MachineDisruptionBudgetSpec{
+			Selector:       v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}},
+			MaxUnavailable: maxUnavailable,
+		},
+		Status: v1alpha1.MachineDisruptionBudgetStatus{DisruptedMachines: grants},
+	}
+}
+
+func grant(name string, at time.Time) v1alpha1.DisruptedMachine {
+	return v1alpha1.DisruptedMachine{Name: name, Kind: v1alpha1.DisruptionRollout, GrantedAt: metav1.NewTime(at)}
+}
+
+// TestEvaluate: what counts, the base of a percentage, and the grants.
+func TestEvaluate(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	deleting := ready("gone-soon")
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	other := ready("other")
+	other.Labels = map[string]string{"pool": "b"}
+	otherNS := ready("elsewhere")
+	otherNS.Namespace = "ns2"
+	preservedFailed := ready("kept")
+	preservedFailed.Status.FailureReason = "HealthCheckFailed"
+	preservedFailed.Status.Conditions = append(preservedFailed.Status.Conditions,
+		metav1.Condition{Type: v1alpha1.PreservedCondition, Status: metav1.ConditionTrue, Reason: v1alpha1.PreservedWhenFailedReason})
+	waiting := withCondition(ready("waits"), v1alpha1.DisruptionAllowedCondition, metav1.ConditionFalse)
+	waiting.Status.Conditions[len(waiting.Status.Conditions)-1].Message = "Rollout waits for MachineDisruptionBudget b"
+
+	machines := []v1alpha1.Machine{
+		ready("a1"), ready("a2"), ready("a3"), ready("a4"), waiting,
+		withCondition(ready("down"), v1alpha1.ReadyCondition, metav1.ConditionFalse),
+		deleting, other, otherNS, preservedFailed,
+	}
+	for _, tc := range []struct {
+		name                           string
+		b                              *v1alpha1.MachineDisruptionBudget
+		expected, max, unavail, allows int32
+		pending                        []string
+	}{
+		// 6 expected (a1-a4, waits, down; not the one being deleted),
+		// 2 unavailable (down, gone-soon).
+		{"a number", budget(intstr.FromInt32(3)), 6, 3, 2, 1, nil},
+		{"exhausted", budget(intstr.FromInt32(2)), 6, 2, 2, 0, nil},
+		{"over, not negative", budget(intstr.FromInt32(1)), 6, 1, 2, 0, nil},
+		{"a freeze", budget(intstr.FromInt32(0)), 6, 0, 2, 0, nil},
+		{"a percentage rounds up", budget(intstr.FromString("34%")), 6, 3, 2, 1, nil},
+		{"100 percent", budget(intstr.FromString("100%")), 6, 6, 2, 4, nil},
+		{"a pending grant counts", budget(intstr.FromInt32(3), grant("a1", now.Add(-time.Minute))), 6, 3, 3, 0, []string{"a1"}},
+		{"a grant taken effect counts once", budget(intstr.FromInt32(3), grant("down", now.Add(-time.Minute))), 6, 3, 2, 1, nil},
+		{"a grant of a Machine gone ends", budget(intstr.FromInt32(3), grant("deleted-already", now)), 6, 3, 2, 1, nil},
+		{"a grant lapses", budget(intstr.FromInt32(3), grant("a1", now.Add(-disruption.GrantTTL))), 6, 3, 2, 1, nil},
+		{"a grant of a Machine no longer selected ends", budget(intstr.FromInt32(3), grant("other", now)), 6, 3, 2, 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := disruption.Evaluate(tc.b, machines, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Expected != tc.expected || ev.Max != tc.max || ev.Unavailable != tc.unavail || ev.Allowed != tc.allows {
+				t.Errorf("expected %d max %d unavailable %d allowed %d, want %d %d %d %d (why: %v)",
+					ev.Expected, ev.Max, ev.Unavailable, ev.Allowed, tc.expected, tc.max, tc.unavail, tc.allows, ev.Why)
+			}
+			var pending []string
+			for _, d := range ev.Disrupted {
+				pending = append(pending, d.Name)
+			}
+			if strings.Join(pending, ",") != strings.Join(tc.pending, ",") {
+				t.Errorf("pending grants %v, want %v", pending, tc.pending)
+			}
+			if len(ev.Waiting) != 1 || ev.Waiting[0].Name != "waits" || ev.Waiting[0].Message == "" {
+				t.Errorf("waiting %+v, want the Machine waits with its message", ev.Waiting)
+			}
+		})
+	}
+}
+
+// TestEvaluateNothingSelected: a budget selecting nothing allows nothing
+// (and the controller says so).
+func TestEvaluateNothingSelected(t *testing.T) {
+	b := budget(intstr.FromString("50%"))
+	b.Spec.Selector.MatchLabels = map[string]string{"pool": "typo"}
+	ev, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Expected != 0 || ev.Allowed != 0 {
+		t.Errorf("expected %d allowed %d, want 0 0", ev.Expected, ev.Allowed)
+	}
+}
+
+// TestEvaluateRefusesWhatAdmissionRefuses: written around admission, a
+// budget is reported, not obeyed as if it selected everything.
+func TestEvaluateRefusesWhatAdmissionRefuses(t *testing.T) {
+	for name, edit := range map[string]func(*v1alpha1.MachineDisruptionBudget){
+		"empty selector":          func(b *v1alpha1.MachineDisruptionBudget) { b.Spec.Selector = v1alpha1.LabelSelector{} },
+		"negative maxUnavailable": func(b *v1alpha1.MachineDisruptionBudget) { b.Spec.MaxUnavailable = intstr.FromInt32(-1) },
+		"malformed maxUnavailable": func(b *v1alpha1.MachineDisruptionBudget) {
+			b.Spec.MaxUnavailable = intstr.FromString("two")
+		},
+		"bad operator": func(b *v1alpha1.MachineDisruptionBudget) {
+			b.Spec.Selector.MatchExpressions = []v1alpha1.LabelSelectorRequirement{{Key: "pool", Operator: "Near"}}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := budget(intstr.FromInt32(1))
+			edit(b)
+			if _, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, time.Now()); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}

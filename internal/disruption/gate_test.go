@@ -1,0 +1,146 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/disruption"
+)
+
+func gate() *disruption.Gate { return &disruption.Gate{Client: env.Client} }
+
+// TestGrantIsRecordedOnTheBudget: a grant is on the budget's status before
+// the caller hears Allowed; asking again is not a second grant; the next
+// Machine waits, told which budget holds it, on its condition.
+func TestGrantIsRecordedOnTheBudget(t *testing.T) {
+	ns := namespace(t)
+	budgetOf(t, ns, "prod", "a", 2, 1)
+	m1, m2 := machine(t, ns, "m1", "a", true), machine(t, ns, "m2", "a", true)
+
+	d, err := gate().Request(ctx, m1, v1alpha1.DisruptionRollout)
+	if err != nil || !d.Allowed {
+		t.Fatalf("m1: %+v, %v; want Allowed", d, err)
+	}
+	b := getBudget(t, ns, "prod")
+	if got := grantNames(b); !slices.Equal(got, []string{"m1"}) || b.Status.DisruptionsAllowed != 0 {
+		t.Fatalf("budget after the grant: grants %v, allowed %d; want [m1], 0", got, b.Status.DisruptionsAllowed)
+	}
+	if k := b.Status.DisruptedMachines[0].Kind; k != v1alpha1.DisruptionRollout {
+		t.Errorf("grant kind %s, want Rollout", k)
+	}
+
+	if d, err := gate().Request(ctx, m1, v1alpha1.DisruptionRollout); err != nil || !d.Allowed {
+		t.Fatalf("m1 again: %+v, %v; want Allowed", d, err)
+	}
+	if got := grantNames(getBudget(t, ns, "prod")); len(got) != 1 {
+		t.Fatalf("asking again granted again: %v", got)
+	}
+
+	d, err = gate().Request(ctx, m2, v1alpha1.DisruptionInPlaceUpdate)
+	if err != nil || d.Allowed {
+		t.Fatalf("m2: %+v, %v; want waiting", d, err)
+	}
+	if !strings.Contains(d.Message, "MachineDisruptionBudget prod") || !strings.Contains(d.Message, "InPlaceUpdate waits") {
+		t.Errorf("message %q does not say which budget holds which disruption", d.Message)
+	}
+	c := meta.FindStatusCondition(getMachine(t, m2).Status.Conditions, v1alpha1.DisruptionAllowedCondition)
+	if c == nil || c.Status != "False" || c.Reason != disruption.ReasonWaitingForBudget || c.Message != d.Message {
+		t.Errorf("m2's condition %+v, want DisruptionAllowed False %s %q", c, disruption.ReasonWaitingForBudget, d.Message)
+	}
+	if got := grantNames(getBudget(t, ns, "prod")); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("grants %v after a refusal, want [m1]", got)
+	}
+
+	// m1's disruption is given back: m2 takes it, and stops waiting.
+	if err := gate().Release(ctx, m1); err != nil {
+		t.Fatal(err)
+	}
+	d, err = gate().Request(ctx, getMachine(t, m2), v1alpha1.DisruptionInPlaceUpdate)
+	if err != nil || !d.Allowed {
+		t.Fatalf("m2 after m1's release: %+v, %v; want Allowed", d, err)
+	}
+	if got := grantNames(getBudget(t, ns, "prod")); !slices.Equal(got, []string{"m2"}) {
+		t.Errorf("grants %v, want [m2]", got)
+	}
+	if c := meta.FindStatusCondition(getMachine(t, m2).Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil {
+		t.Errorf("granted m2 still has %+v", c)
+	}
+}
+
+// listBarrier holds the first List of budgets until every caller has
+// listed: all of them then decide from the same budget resourceVersion,
+// the race the grants' optimistic lock must settle.
+type listBarrier struct {
+	client.Reader
+	listed *sync.WaitGroup
+	once   sync.Once
+}
+
+func (l *listBarrier) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := l.Reader.List(ctx, list, opts...)
+	l.once.Do(func() { l.listed.Done(); l.listed.Wait() })
+	return err
+}
+
+// TestConcurrentRequestsTakeTheLastDisruptionOnce: eight controllers ask
+// at the same moment, each for its own Machine, all having read the budget
+// with one disruption left: exactly one is granted, and the budget records
+// exactly one grant.
+func TestConcurrentRequestsTakeTheLastDisruptionOnce(t *testing.T) {
+	ns := namespace(t)
+	budgetOf(t, ns, "prod", "a", 1, 1)
+	const n = 8
+	var machines []*v1alpha1.Machine
+	for i := range n {
+		machines = append(machines, machine(t, ns, fmt.Sprintf("m%d", i), "a", true))
+	}
+	var listed sync.WaitGroup
+	listed.Add(n)
+	var allowed, waited sync.Map
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reader := &listBarrier{Reader: env.Client, listed: &listed}
+			g := &disruption.Gate{Client: env.Client, Reader: reader}
+			m := machines[i]
+			for {
+				d, err := g.Request(ctx, m, v1alpha1.DisruptionRollout)
+				if apierrors.IsConflict(err) {
+					continue // another controller took the budget meanwhile: ask again
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					allowed.Store(m.Name, true)
+				} else {
+					waited.Store(m.Name, d.Message)
+				}
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	var granted []string
+	allowed.Range(func(k, _ any) bool { granted = append(granted, k.(string)); return true })
+	b := getBudget(t, ns, "prod")
+	t.Logf("granted %v; budget grants %v, allowed %d", granted, grantNames(b), b.Status.DisruptionsAllowed)
+	if len(granted) != 1 {
+		t.Fatalf("%d controllers were granted the last disruption (%v), want 1", len(granted), granted)
+	}
+	if got := grantNames(b); !slices.Equal(got, granted) || b.Status.DisruptionsAllowed != 0 {
+		t.Fatalf("budget grants %v, allowed %d; want %v, 0", got, b.Status.DisruptionsAllowed, granted)
+	}
+}

@@ -1,0 +1,78 @@
+package disruption_test
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/disruption"
+)
+
+// ready is a Running Machine labelled pool=a.
+func ready(name string) v1alpha1.Machine {
+	return v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"pool": "a"}},
+		Status: v1alpha1.MachineStatus{Phase: v1alpha1.PhaseRunning, Conditions: []metav1.Condition{
+			{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Running"},
+		}},
+	}
+}
+
+func withCondition(m v1alpha1.Machine, t string, s metav1.ConditionStatus) v1alpha1.Machine {
+	out := *m.DeepCopy()
+	for i := range out.Status.Conditions {
+		if out.Status.Conditions[i].Type == t {
+			out.Status.Conditions[i].Status = s
+			return out
+		}
+	}
+	out.Status.Conditions = append(out.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: "Test"})
+	return out
+}
+
+func inPlace(m v1alpha1.Machine, phase v1alpha1.InPlaceUpdatePhase) v1alpha1.Machine {
+	out := *m.DeepCopy()
+	out.Status.InPlaceUpdate = &v1alpha1.InPlaceUpdateStatus{TargetSet: "new", Phase: phase}
+	return out
+}
+
+// TestUnavailable: the one definition, case by case.
+func TestUnavailable(t *testing.T) {
+	now := metav1.Now()
+	deleting := ready("m")
+	deleting.DeletionTimestamp = &now
+	deleting.Finalizers = []string{v1alpha1.MachineFinalizer}
+	failed := ready("m")
+	failed.Status.FailureReason = "HealthCheckFailed"
+	pending := ready("m")
+	pending.Status.Conditions = nil
+	for _, tc := range []struct {
+		name string
+		m    v1alpha1.Machine
+		want bool
+	}{
+		{"Running and Ready", ready("m"), false},
+		{"being deleted", deleting, true},
+		{"Failed", failed, true},
+		{"not yet Ready", pending, true},
+		{"Node not Ready", withCondition(ready("m"), v1alpha1.ReadyCondition, metav1.ConditionFalse), true},
+		{"marked for replacement", withCondition(ready("m"), v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse), true},
+		{"failing a health check, not yet remediated", withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), false},
+		{"in-place Draining", inPlace(ready("m"), v1alpha1.InPlaceDraining), true},
+		{"in-place Updating", inPlace(ready("m"), v1alpha1.InPlaceUpdating), true},
+		{"in-place WaitingForNode", inPlace(ready("m"), v1alpha1.InPlaceWaitingForNode), true},
+		{"in-place Succeeded", inPlace(ready("m"), v1alpha1.InPlaceSucceeded), false},
+		{"in-place Refused", inPlace(ready("m"), v1alpha1.InPlaceRefused), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := disruption.Unavailable(&tc.m)
+			if got != tc.want {
+				t.Fatalf("Unavailable = %v (%q), want %v", got, why, tc.want)
+			}
+			if got && why == "" {
+				t.Error("an unavailable Machine without a reason")
+			}
+		})
+	}
+}
