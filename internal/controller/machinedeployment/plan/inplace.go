@@ -80,6 +80,9 @@ type InPlaceReport struct {
 	Left int32
 	// Stopped says why no further Machine is started ("" if none is).
 	Stopped string
+	// TooManyFailed: stopped because more updates to the new set failed
+	// than maxFailed.
+	TooManyFailed bool
 	// AwaitingSelection: Manual, Machines are left, none is selected
 	// and none is being updated.
 	AwaitingSelection bool
@@ -106,10 +109,11 @@ type ipState struct {
 
 // inPlace plans strategy InPlace (docs/in-place-updates.md): the new set
 // is created at replicas − Σ old spec.replicas (0 when the fleet exists);
-// then Machines whose update ended are closed (moved: dropped from the
-// lists; failed: the accounting undone, target set first; refused: marked
-// for deletion, dropped from the old set's list so it deletes the Machine,
-// then from the target's so it creates the replacement); then, unless
+// once it exists, Machines whose update ended are closed (moved: dropped from the lists;
+// failed: the accounting undone, target set first; refused: marked for
+// deletion, dropped from the old set's list so it deletes the Machine,
+// then from the target's so it creates the replacement); the new set is
+// filled to replicas − Σ old spec.replicas; then, unless
 // more updates to the new set failed than maxFailed or the deployment is
 // frozen, available Machines of old sets (oldest set first; Manual: only
 // selected ones) start, while fewer than maxUnavailable Machines are
@@ -127,8 +131,8 @@ func inPlace(in Input) Result {
 		targets = append(targets, in.newTarget(max(0, in.Replicas-old), fmt.Sprintf("replicas − %d in old sets: Machines move in", old)))
 		return Result{Mode: ModeInPlace, Targets: targets}
 	}
-	st.fill()
 	st.close()
+	st.fill()
 	st.start()
 	r := Result{Mode: ModeInPlace, Steps: compact(st.steps), InPlace: &st.report}
 	for _, s := range st.sets {
@@ -166,7 +170,10 @@ func newIPState(in Input) *ipState {
 
 // fill grows or shrinks the new set to replicas − Σ old spec.replicas
 // (never below its moving-in list): a new deployment's first Machines.
-// Moves keep the sum; scaling events are the scale mode's.
+// Moves keep the sum; scaling events are the scale mode's. It runs after
+// close, which undoes a start cut short (a moving-out entry without its
+// moving-in one): in such a half-written state the sum is one short, and
+// the new set must not make up for it.
 func (st *ipState) fill() {
 	var old int32
 	for _, s := range st.sets {
@@ -327,7 +334,8 @@ func (st *ipState) start() {
 	switch {
 	case int32(len(st.report.Failed)) > ip.MaxFailed:
 		st.report.Stopped = fmt.Sprintf("%d in-place updates to %s failed, more than maxFailed %d: %s",
-			len(st.report.Failed), n.name, ip.MaxFailed, strings.Join(st.report.Failed, "; "))
+			len(st.report.Failed), n.name, ip.MaxFailed, firstFew(st.report.Failed))
+		st.report.TooManyFailed = true
 		return
 	case st.in.Frozen:
 		st.report.Stopped = "frozen by the safety controller"
@@ -420,6 +428,16 @@ func (st *ipState) set(name string) *ipSet {
 		}
 	}
 	return nil
+}
+
+// firstFew joins up to five items and counts the rest: a condition
+// message is one line for people.
+func firstFew(items []string) string {
+	const shown = 5
+	if len(items) <= shown {
+		return strings.Join(items, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(items[:shown], "; "), len(items)-shown)
 }
 
 func toSet(names []string) map[string]bool {
