@@ -122,6 +122,11 @@ type ipState struct {
 func inPlace(in Input) Result {
 	st := newIPState(in)
 	if in.New == nil {
+		// A half-written start leaves the old sets one short: settle
+		// the lists first, or the new set would be created one too big.
+		if st.close(); len(st.steps) > 0 {
+			return st.result()
+		}
 		var old int32
 		targets := make([]Target, 0, len(st.sets)+1)
 		for _, s := range st.sets {
@@ -134,9 +139,14 @@ func inPlace(in Input) Result {
 	st.close()
 	st.fill()
 	st.start()
+	return st.result()
+}
+
+// result is the plan: its steps, and a target per set summing them up.
+func (st *ipState) result() Result {
 	r := Result{Mode: ModeInPlace, Steps: compact(st.steps), InPlace: &st.report}
 	for _, s := range st.sets {
-		from := in.set(s.name).Spec
+		from := st.in.set(s.name).Spec
 		why := strings.Join(s.whys, "; ")
 		if why == "" {
 			why = "in place: unchanged"

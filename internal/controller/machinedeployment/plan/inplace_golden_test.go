@@ -163,8 +163,31 @@ func TestInPlaceSimulationsManySeeds(t *testing.T) {
 	}
 }
 
+// TestInPlaceSimulationsInterrupted runs every scenario with reconciles
+// that stop after a random number of their writes (a crash, a conflict):
+// the next reconcile must finish or undo what was half written, within the
+// same bounds and to the same end.
+func TestInPlaceSimulationsInterrupted(t *testing.T) {
+	for _, sc := range ipScenarios {
+		for seed := uint64(1); seed < 30; seed++ {
+			w := simulateInPlaceWith(sc, seed, true)
+			for _, v := range w.violations {
+				t.Errorf("%s seed %d: %s", sc.name, seed, v)
+			}
+			if problem := ipOutcome(sc, w); problem != "" {
+				t.Errorf("%s seed %d: %s\n%s", sc.name, seed, problem, w.log.String())
+			}
+		}
+	}
+}
+
 func simulateInPlace(sc ipScenario, seed uint64) *ipWorld {
+	return simulateInPlaceWith(sc, seed, false)
+}
+
+func simulateInPlaceWith(sc ipScenario, seed uint64, interrupt bool) *ipWorld {
 	w := newIPWorld(sc.deployment(), seed, sc.outcome)
+	w.interrupt = interrupt
 	orch := "Auto"
 	if sc.manual {
 		orch = "Manual"

@@ -35,9 +35,12 @@ type ipWorld struct {
 	// maxFleet is the most Machine objects seen at once; created counts
 	// the Machines MachineSet controllers created (replacements).
 	maxFleet, created int
-	// refusedGone counts refused Machines being deleted: each may exist
+	// refused are the refused Machines being deleted: each may exist
 	// beside its replacement.
 	refused map[string]bool
+	// interrupt: some reconciles write only the first few of their steps
+	// (a crash, a conflict), so the next must finish or undo them.
+	interrupt bool
 }
 
 type ipSimSet struct {
@@ -189,7 +192,12 @@ func (w *ipWorld) reconcile() bool {
 	}
 	w.logf("step %3d %s: %d unavailable of max %d, %d in transit, %d left, %d failed (max %d)%s\n", w.step, p.Mode,
 		w.unavailable(), w.settings.MaxUnavailable, r.InTransit, r.Left, len(r.Failed), w.settings.MaxFailed, stopNote(r))
-	for _, st := range p.Steps {
+	steps := p.Steps
+	if w.interrupt && len(steps) > 1 && w.rng.IntN(3) == 0 {
+		steps = steps[:w.rng.IntN(len(steps))]
+		w.logf("         (interrupted after %d of %d writes)\n", len(steps), len(p.Steps))
+	}
+	for _, st := range steps {
 		before := w.diffs()
 		if st.Set == "" {
 			m := w.machine(st.Machine)
@@ -363,17 +371,13 @@ func (w *ipWorld) progress() []string {
 }
 
 // unavailable is replicas minus the Machines that serve: Ready, not being
-// deleted, not being updated (annotated or on a list: cordoned).
+// deleted, without a target (the executor cordons a Machine with one and
+// uncordons it when it moves, removing the target). A Machine on a list
+// without a target (a start cut short) still serves.
 func (w *ipWorld) unavailable() int {
-	listed := map[string]bool{}
-	for _, s := range w.sets {
-		for _, n := range append(slices.Clone(s.out), s.in...) {
-			listed[n] = true
-		}
-	}
 	serving := 0
 	for _, m := range w.machines {
-		if m.ready && !m.deleting && m.target == "" && !listed[m.name] {
+		if m.ready && !m.deleting && m.target == "" {
 			serving++
 		}
 	}
