@@ -51,6 +51,11 @@ func ipRetry(name string) func(*ipWorld) {
 
 func ipPaused(p bool) func(*ipWorld) { return func(w *ipWorld) { w.md.Spec.Paused = p } }
 
+// ipReplicas scales the deployment mid-update.
+func ipReplicas(n int32) func(*ipWorld) {
+	return func(w *ipWorld) { w.md.Spec.Replicas, w.scaled = n, true }
+}
+
 // ipScenario is a starting fleet (replicas Machines of v1, all available)
 // with strategy InPlace and what happens to it.
 type ipScenario struct {
@@ -119,6 +124,12 @@ var ipScenarios = []ipScenario{
 			ipAt(0, "template v2", ipTemplate("v2")),
 			ipAt(4, "template v3", ipTemplate("v3")),
 		}, converges: true},
+	{name: "inplace-scaled-during-update", replicas: 6, maxUnavailable: "2",
+		events: []ipEvent{
+			ipAt(0, "template v2", ipTemplate("v2")),
+			ipAt(3, "replicas 9", ipReplicas(9)),
+			ipAt(8, "replicas 4", ipReplicas(4)),
+		}, converges: true, replaced: -1},
 	{name: "inplace-paused", replicas: 4,
 		events: []ipEvent{
 			ipAt(0, "template v2", ipTemplate("v2")),
@@ -207,7 +218,11 @@ func simulateInPlaceWith(sc ipScenario, seed uint64, interrupt bool) *ipWorld {
 				w.logf("step %3d event: %s\n", w.step, e.what)
 			}
 		}
+		before := w.unavailable()
 		wrote := w.reconcile()
+		if u := w.unavailable(); w.scaled && u > before && u > int(w.settings.MaxUnavailable) {
+			w.fail("the plan raised unavailability from %d to %d, above maxUnavailable %d", before, u, w.settings.MaxUnavailable)
+		}
 		w.check("after the plan")
 		did := w.controllers()
 		w.check("MachineSet controllers")
@@ -282,6 +297,9 @@ func ipOutcome(sc ipScenario, w *ipWorld) string {
 		} else if s.spec != want {
 			return fmt.Sprintf("old set %s at %d", s.name, s.spec)
 		}
+	}
+	if sc.replaced < 0 {
+		return "" // scaled: Machines were created and deleted
 	}
 	if w.created != sc.replaced {
 		return fmt.Sprintf("%d Machines created, want %d (in place replaces none but refused ones)", w.created, sc.replaced)

@@ -41,6 +41,13 @@ type ipWorld struct {
 	// interrupt: some reconciles write only the first few of their steps
 	// (a crash, a conflict), so the next must finish or undo them.
 	interrupt bool
+	// scaled: spec.replicas changed during the update; then a scale-in
+	// may leave more Machines than replicas until its victims are
+	// deleting (never more than before), and a scale-out's new Machines
+	// are unavailable until Ready: only the plan itself is held to
+	// maxUnavailable (it never raises unavailability above it).
+	scaled   bool
+	lastLive int
 }
 
 type ipSimSet struct {
@@ -396,6 +403,13 @@ func (w *ipWorld) check(phase string) {
 		}
 	}
 	w.maxFleet = max(w.maxFleet, fleet)
+	defer func() { w.lastLive = live }()
+	if w.scaled {
+		if live > max(replicas, w.lastLive) {
+			w.fail("%s: %d Machines not being deleted, above replicas %d and above the %d before", phase, live, replicas, w.lastLive)
+		}
+		return
+	}
 	if live > replicas {
 		w.fail("%s: %d Machines not being deleted, above replicas %d", phase, live, replicas)
 	}
