@@ -299,3 +299,40 @@ func TestInPlaceManualWaitsForSelection(t *testing.T) {
 		t.Errorf("updates started: %v, want the canary %s only", started, canary.Name)
 	}
 }
+
+// TestInPlaceNewTemplateRetriesAFailedMachine: after a failure stopped the
+// update, a new template (the fix) starts it again: the failed Machine's
+// stale target is removed and it is updated to the new template with the
+// others; no Machine is replaced.
+func TestInPlaceNewTemplateRetriesAFailedMachine(t *testing.T) {
+	h := newHarness(t)
+	h.Class("small", controllertest.SimSpec)
+	h.deployment("web", 2, "small", inPlace(v1alpha1.InPlaceAuto, 1, 0))
+	h.waitComplete("web", 90*time.Second)
+	before := names(h.machines("web"))
+
+	e := h.executor("web", func(m *v1alpha1.Machine, _ int) v1alpha1.InPlaceUpdatePhase {
+		if m.Annotations[v1alpha1.InPlaceTargetAnnotation] != "" && m.Status.InPlaceUpdate.Version == "v1.31.0" {
+			return v1alpha1.InPlaceFailed
+		}
+		return v1alpha1.InPlaceSucceeded
+	})
+	h.update("web", useVersion("v1.31.0"))
+	h.waitCondition("web", v1alpha1.ProgressingCondition, metav1.ConditionFalse, "InPlaceUpdateFailed", 60*time.Second)
+	h.update("web", useVersion("v1.31.1"))
+	h.waitComplete("web", 120*time.Second)
+	h.waitListsEmpty("web")
+
+	if after := names(h.machines("web")); !slices.Equal(after, before) {
+		t.Errorf("Machines %v after, %v before: want the same, updated in place", after, before)
+	}
+	started := e.startedSoFar()
+	if len(started) != 3 || started[0] != started[1] && started[0] != started[2] {
+		t.Errorf("updates started: %v; want the failed Machine started again, then the other", started)
+	}
+	for _, m := range h.machines("web") {
+		if m.Spec.Version != "v1.31.1" {
+			t.Errorf("Machine %s at version %s, want v1.31.1", m.Name, m.Spec.Version)
+		}
+	}
+}

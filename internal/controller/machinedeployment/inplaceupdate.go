@@ -91,8 +91,9 @@ func setList(annotations map[string]string, key string, names []string) {
 	annotations[key] = plan.JoinNames(names)
 }
 
-// writeInPlaceMachine writes one Machine step: its target annotation, or
-// the delete mark of a refused one.
+// writeInPlaceMachine writes one Machine step: its target annotation, the
+// delete mark of a refused one, or the removal of a failed one's stale
+// target.
 func (s *scope) writeInPlaceMachine(ctx context.Context, st plan.Step) error {
 	m := s.machine(st.Machine)
 	if m == nil {
@@ -105,6 +106,8 @@ func (s *scope) writeInPlaceMachine(ctx context.Context, st plan.Step) error {
 	switch {
 	case st.Delete:
 		updated.Annotations[v1alpha1.DeleteMachineAnnotation] = "true"
+	case st.Clear:
+		delete(updated.Annotations, v1alpha1.InPlaceTargetAnnotation)
 	default:
 		updated.Annotations[v1alpha1.InPlaceTargetAnnotation] = st.Target
 	}

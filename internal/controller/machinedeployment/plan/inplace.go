@@ -57,10 +57,12 @@ type Step struct {
 	Replicas            int32
 	MovingOut, MovingIn []string
 	// Machine names the Machine a Machine step writes: Target sets its
-	// InPlaceTargetAnnotation, Delete gives it the DeleteMachineAnnotation.
+	// InPlaceTargetAnnotation, Delete gives it the DeleteMachineAnnotation,
+	// Clear removes its InPlaceTargetAnnotation.
 	Machine string
 	Target  string
 	Delete  bool
+	Clear   bool
 	// Why says, for the rollout log, why.
 	Why string
 }
@@ -312,6 +314,7 @@ func (st *ipState) start() {
 	}
 	sort.Strings(st.report.Failed)
 	unavailable := max(0, st.in.Replicas-settled)
+	st.clearStale(listed)
 
 	var candidates []Machine
 	var sources []*ipSet
@@ -416,6 +419,27 @@ func compact(steps []Step) []Step {
 		out = append(out, s)
 	}
 	return out
+}
+
+// clearStale removes the target of Machines whose update failed towards a
+// set that is no longer the new one (the template changed since, a fix
+// most often): as a person's retry would, so the machine controller
+// uncordons them and clears their status, and they are updated towards
+// the new template like the others. Those given back only: a Machine
+// still on a list is closed first.
+func (st *ipState) clearStale(listed map[string]bool) {
+	var stale []string
+	for name, m := range st.members {
+		if m.Target != "" && m.Target != st.newSet.name && !listed[name] && !m.Deleting &&
+			m.UpdateTarget == m.Target && m.Phase == v1alpha1.InPlaceFailed {
+			stale = append(stale, name)
+		}
+	}
+	sort.Strings(stale)
+	for _, name := range stale {
+		st.steps = append(st.steps, Step{Machine: name, Clear: true,
+			Why: fmt.Sprintf("failed towards %s, an old template: retried towards %s", st.members[name].Target, st.newSet.name)})
+	}
 }
 
 // write appends a step writing s as it is now; a step right after one of

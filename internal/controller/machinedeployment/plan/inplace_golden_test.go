@@ -108,6 +108,12 @@ var ipScenarios = []ipScenario{
 			ipAt(0, "template v2", ipTemplate("v2")),
 			ipAt(25, "a person fixes the cause and retries m02", ipRetry("m02")),
 		}, converges: true},
+	{name: "inplace-failure-then-fixed-template", replicas: 4, maxFailed: 0,
+		outcome: map[string]string{"m01@v2": "fail"},
+		events: []ipEvent{
+			ipAt(0, "template v2", ipTemplate("v2")),
+			ipAt(12, "a person writes a fixed template v3", ipTemplate("v3")),
+		}, converges: true},
 	{name: "inplace-failures-exceed-maxfailed", replicas: 6, maxUnavailable: "3", maxFailed: 1,
 		outcome: map[string]string{"m01@v2": "fail", "m02@v2": "fail", "m03@v2": "fail"},
 		events:  []ipEvent{ipAt(0, "template v2", ipTemplate("v2"))}, stopped: true},

@@ -212,6 +212,9 @@ func (w *ipWorld) reconcile() bool {
 			case st.Delete:
 				m.marked = true
 				w.logf("         mark   %s for deletion (%s)\n", st.Machine, st.Why)
+			case st.Clear:
+				m.target = ""
+				w.logf("         clear  %s target (%s)\n", st.Machine, st.Why)
 			default:
 				m.target = st.Target
 				w.logf("         target %s → %s\n", st.Machine, st.Target)
