@@ -56,7 +56,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := ms.SetupWithManager(ctx, mgr, o.Workers.MachineSet); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
-	md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
+	md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Nodes: target.GetClient(),
+		Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
 	if err := md.SetupWithManager(ctx, mgr, o.Workers.MachineDeployment); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}

@@ -37,6 +37,15 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		s.stop = true
 		return reconcile.Result{}, nil
 	}
+	if s.inPlaceSettings, err = plan.InPlaceOf(s.md); err != nil {
+		s.event(corev1.EventTypeWarning, "InvalidStrategy", err.Error())
+		s.stop = true
+		return reconcile.Result{}, nil
+	}
+	if s.inPlaceSettings != nil {
+		// The Available condition's floor (replicas − maxUnavailable).
+		s.unavailable = min(s.inPlaceSettings.MaxUnavailable, s.md.Spec.Replicas)
+	}
 
 	candidates, err := r.candidateSets(ctx, s)
 	if err != nil {

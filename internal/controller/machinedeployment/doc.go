@@ -98,6 +98,19 @@
 // may have raced to create is not counted and goes first. The new set gets
 // replicas − Σ old spec.replicas.
 //
+// InPlace (docs/in-place-updates.md) replaces no Machine: the new set is
+// created at 0 and the planner's in-place mode (plan/inplace.go) moves
+// Machines into it one by one, up to strategy.inPlace.maxUnavailable at a
+// time (Manual: only those a person selected): their old set's replicas
+// and moving-out list in one patch, the new set's replicas and moving-in
+// list in one patch, then the Machine's target annotation, which the
+// machine controller acts on. A MachineSet counts its Machines minus its
+// moving-out list plus its moving-in list, so no set creates or deletes a
+// Machine in transit. The plan closes moved Machines (lists only), gives
+// failed ones back (target set first) and has refused ones deleted by
+// their set and replaced by the target; more failures than maxFailed stop
+// it (Progressing False, reason InPlaceUpdateFailed).
+//
 // # Pause, freeze, progress
 //
 // A paused deployment still scales but neither creates nor grows a

@@ -25,8 +25,11 @@ type expectations struct {
 
 type pending struct {
 	generations map[types.UID]int64
-	created     map[string]bool
-	since       time.Time
+	// lists are the in-place lists last written per set: a write of
+	// lists only changes no generation (see expectLists).
+	lists   map[types.UID]string
+	created map[string]bool
+	since   time.Time
 }
 
 func (e *expectations) get(key string) *pending {
@@ -35,7 +38,7 @@ func (e *expectations) get(key string) *pending {
 	}
 	p := e.byKey[key]
 	if p == nil {
-		p = &pending{generations: map[types.UID]int64{}, created: map[string]bool{}}
+		p = &pending{generations: map[types.UID]int64{}, lists: map[types.UID]string{}, created: map[string]bool{}}
 		e.byKey[key] = p
 	}
 	p.since = time.Now()
@@ -47,6 +50,20 @@ func (e *expectations) expectGeneration(key string, uid types.UID, gen int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.get(key).generations[uid] = gen
+}
+
+// expectLists records that the set's in-place lists are now lists (see
+// inPlaceLists): deciding from a set still showing a Machine moving that
+// has arrived, or not yet showing one that left, would undo a move.
+func (e *expectations) expectLists(key string, uid types.UID, lists string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.get(key).lists[uid] = lists
+}
+
+// inPlaceLists is a set's two in-place lists as one string.
+func inPlaceLists(ms *v1alpha1.MachineSet) string {
+	return ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation] + "|" + ms.Annotations[v1alpha1.InPlaceMovingInAnnotation]
 }
 
 // expectCreated records that a set named name was created.
@@ -76,13 +93,21 @@ func (e *expectations) satisfied(key string, sets []*v1alpha1.MachineSet) bool {
 		if gen, ok := p.generations[ms.UID]; ok && ms.Generation >= gen {
 			delete(p.generations, ms.UID)
 		}
+		if lists, ok := p.lists[ms.UID]; ok && inPlaceLists(ms) == lists {
+			delete(p.lists, ms.UID)
+		}
 	}
 	for uid := range p.generations {
 		if !seen[uid] {
 			delete(p.generations, uid) // the set is gone
 		}
 	}
-	if len(p.created) == 0 && len(p.generations) == 0 {
+	for uid := range p.lists {
+		if !seen[uid] {
+			delete(p.lists, uid)
+		}
+	}
+	if len(p.created) == 0 && len(p.generations) == 0 && len(p.lists) == 0 {
 		delete(e.byKey, key)
 		return true
 	}

@@ -35,7 +35,7 @@ func (r *Reconciler) cleanupHistory(ctx context.Context, s *scope) (reconcile.Re
 		entries = append(entries, historyEntry{
 			Name:     ms.Name,
 			Revision: revisionOf(ms.Annotations),
-			Empty: ms.Spec.Replicas == 0 && ms.Status.Replicas == 0 && len(s.machines[ms.UID]) == 0 &&
+			Empty: ms.Spec.Replicas == 0 && ms.Status.Replicas == 0 && len(s.machines[ms.UID]) == 0 && !inTransit(ms) &&
 				ms.Status.ObservedGeneration >= ms.Generation,
 		})
 	}
@@ -48,4 +48,10 @@ func (r *Reconciler) cleanupHistory(ctx context.Context, s *scope) (reconcile.Re
 		s.log.Info("deleted old MachineSet beyond the revision history limit", "machineSet", name, "limit", limit)
 	}
 	return reconcile.Result{}, nil
+}
+
+// inTransit reports whether a set lists Machines moving in place: it is
+// not empty, whatever its counts say (docs/in-place-updates.md).
+func inTransit(ms *v1alpha1.MachineSet) bool {
+	return ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation] != "" || ms.Annotations[v1alpha1.InPlaceMovingInAnnotation] != ""
 }

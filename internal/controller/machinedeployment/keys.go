@@ -18,4 +18,8 @@ const (
 	reasonRollbackNotFound   = "RollbackRevisionNotFound"
 	reasonRollbackUnchanged  = "RollbackTemplateUnchanged"
 	reasonScalingSet         = "ScalingMachineSet"
+	reasonInPlaceUpdate      = "InPlaceUpdate"
+	reasonInPlaceRefused     = "InPlaceUpdateRefused"
+	reasonInPlaceFailed      = "InPlaceUpdateFailed"
+	reasonAwaitingSelection  = "AwaitingSelection"
 )

@@ -23,6 +23,12 @@ type progressInput struct {
 	// CreatedNewSet: the new set was created in this reconcile.
 	CreatedNewSet bool
 	Now           time.Time
+	// Failed (strategy InPlace): more updates failed than maxFailed; it
+	// says which and why. The rollout is stopped: Progressing False.
+	Failed string
+	// Awaiting (strategy InPlace, Manual): what the rollout waits for,
+	// said when the deadline passes.
+	Awaiting string
 }
 
 // updateProgressing sets the Progressing condition of st (the new status,
@@ -62,6 +68,10 @@ func updateProgressing(st *v1alpha1.MachineDeploymentStatus, in progressInput) t
 		// The deadline counts from the resume, not from before the pause.
 		set(metav1.ConditionUnknown, reasonResumed, "the MachineDeployment is resumed", true)
 	}
+	if in.Failed != "" {
+		set(metav1.ConditionFalse, reasonInPlaceFailed, subject+": "+in.Failed, false)
+		return 0
+	}
 	switch {
 	case in.CreatedNewSet:
 		set(metav1.ConditionTrue, reasonNewSetCreated, "created "+subject, true)
@@ -78,7 +88,11 @@ func updateProgressing(st *v1alpha1.MachineDeploymentStatus, in progressInput) t
 		case progressed(in.Old, *st):
 			set(metav1.ConditionTrue, reasonSetUpdated, subject+" is progressing", true)
 		case timedOut(cur(), in.Deadline, in.Now):
-			set(metav1.ConditionFalse, reasonDeadlineExceeded, subject+" has not progressed for progressDeadlineSeconds", false)
+			msg := subject + " has not progressed for progressDeadlineSeconds"
+			if in.Awaiting != "" {
+				msg += ": " + in.Awaiting
+			}
+			set(metav1.ConditionFalse, reasonDeadlineExceeded, msg, false)
 		}
 	}
 

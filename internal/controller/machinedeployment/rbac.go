@@ -12,8 +12,15 @@ package machinedeployment
 // released, in-place template fields) and deleted beyond the history limit.
 // +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinesets,verbs=get;list;watch;create;patch;delete
 //
-// Machines are only counted; MachineClasses give the capacity annotations.
-// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machines;machineclasses,verbs=get;list;watch
+// Machines are counted, and patched by an in-place update (the target
+// annotation; the delete mark of a refused one); MachineClasses give the
+// capacity annotations.
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machines,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machineclasses,verbs=get;list;watch
+//
+// Nodes (of the target cluster) are read for a Manual in-place update's
+// selection label.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 //
 // The MachineSets' owner reference to their deployment has
 // blockOwnerDeletion, which the OwnerReferencesPermissionEnforcement

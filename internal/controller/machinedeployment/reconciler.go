@@ -28,6 +28,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Nodes reads the target cluster's Nodes: a Manual in-place update
+	// also takes a Machine whose Node has UpdateSelectedLabel. Nil: only
+	// the Machine's own label selects it.
+	Nodes client.Reader
 
 	expectations expectations
 }

@@ -22,7 +22,10 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 	}
 	s.countMachines()
 	defer s.emitScaled()
-	p := plan.Plan(s.planInput())
+	p := plan.Plan(s.planInput(ctx))
+	if p.Mode == plan.ModeInPlace {
+		return r.rolloutInPlace(ctx, s, p)
+	}
 	for _, t := range p.Writes() {
 		s.log.V(1).Info("rollout plan", "mode", p.Mode, "machineSet", t.Name, "from", t.From, "to", t.To, "why", t.Why)
 		if t.Create {
@@ -39,17 +42,28 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 }
 
 // planInput is what the planner decides from.
-func (s *scope) planInput() plan.Input {
+func (s *scope) planInput(ctx context.Context) plan.Input {
 	in := plan.Input{
 		Strategy: s.md.Spec.Strategy.Type, Policy: plan.Policy(s.md), Replicas: s.md.Spec.Replicas,
 		MaxSurge: s.surge, MaxUnavailable: s.unavailable,
 		Paused: s.md.Spec.Paused, Frozen: s.frozen, StatusReplicas: s.md.Status.Replicas,
+		InPlace: s.inPlaceSettings,
+	}
+	if in.InPlace != nil {
+		in.MaxUnavailable = 0 // the in-place plan has its own; RollingUpdate's is 0
+	}
+	set := func(ms *v1alpha1.MachineSet) plan.Set {
+		v := s.planSet(ms)
+		if in.InPlace != nil {
+			s.inPlaceSet(ctx, ms, &v)
+		}
+		return v
 	}
 	for _, ms := range s.oldSets {
-		in.Old = append(in.Old, s.planSet(ms))
+		in.Old = append(in.Old, set(ms))
 	}
 	if s.newSet != nil {
-		n := s.planSet(s.newSet)
+		n := set(s.newSet)
 		in.New = &n
 	}
 	return in

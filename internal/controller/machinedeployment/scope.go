@@ -56,6 +56,10 @@ type scope struct {
 	newSet *v1alpha1.MachineSet
 	// oldSets are the other owned sets, oldest first.
 	oldSets []*v1alpha1.MachineSet
+	// inPlaceSettings are strategy.inPlace resolved (nil unless InPlace);
+	// inPlace is what this reconcile's in-place plan found.
+	inPlaceSettings *plan.InPlaceSettings
+	inPlace         *plan.InPlaceReport
 }
 
 // planSets are the sets as the planner (and the revision arithmetic) sees

@@ -76,3 +76,20 @@ func TestExpectations(t *testing.T) {
 		t.Error("a set that is gone holds the deployment back")
 	}
 }
+
+// TestExpectationsWaitForListWrites: a write of a set's in-place lists
+// changes no generation; the next reconcile still waits until the cache
+// shows the lists written.
+func TestExpectationsWaitForListWrites(t *testing.T) {
+	var e expectations
+	ms := &v1alpha1.MachineSet{ObjectMeta: metav1.ObjectMeta{UID: "a", Generation: 2,
+		Annotations: map[string]string{v1alpha1.InPlaceMovingOutAnnotation: "m1"}}}
+	e.expectLists("md", ms.UID, "|")
+	if e.satisfied("md", []*v1alpha1.MachineSet{ms}) {
+		t.Fatal("satisfied by a set still listing m1 moving out")
+	}
+	delete(ms.Annotations, v1alpha1.InPlaceMovingOutAnnotation)
+	if !e.satisfied("md", []*v1alpha1.MachineSet{ms}) {
+		t.Fatal("not satisfied by the lists written")
+	}
+}

@@ -127,9 +127,28 @@ func machineCounted() predicate.Predicate {
 				return true
 			}
 			return old.Status.FailureReason != cur.Status.FailureReason ||
-				readySince(old) != readySince(cur)
+				readySince(old) != readySince(cur) || inPlaceChanged(old, cur)
 		},
 	}
+}
+
+// inPlaceChanged reports a change an in-place update acts on: its target
+// or delete annotation, its update's phase, its selection label.
+func inPlaceChanged(old, cur *v1alpha1.Machine) bool {
+	for _, k := range []string{v1alpha1.InPlaceTargetAnnotation, v1alpha1.DeleteMachineAnnotation} {
+		if old.Annotations[k] != cur.Annotations[k] {
+			return true
+		}
+	}
+	return inPlacePhase(old) != inPlacePhase(cur) ||
+		old.Labels[v1alpha1.UpdateSelectedLabel] != cur.Labels[v1alpha1.UpdateSelectedLabel]
+}
+
+func inPlacePhase(m *v1alpha1.Machine) string {
+	if u := m.Status.InPlaceUpdate; u != nil {
+		return u.TargetSet + "/" + string(u.Phase)
+	}
+	return ""
 }
 
 // readySince is when the Machine became Ready; zero when it is not.

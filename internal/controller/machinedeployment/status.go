@@ -1,6 +1,7 @@
 package machinedeployment
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -61,6 +62,15 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 	}
 	if s.newSet != nil {
 		in.NewSet = s.newSet.Name
+	}
+	if ip := s.inPlace; ip != nil {
+		if ip.TooManyFailed {
+			in.Failed = ip.Stopped
+		}
+		if ip.AwaitingSelection {
+			in.Awaiting = fmt.Sprintf("strategy.inPlace.orchestration is Manual and no Machine is selected: label the Machines (or their Nodes) to update %s=true",
+				v1alpha1.UpdateSelectedLabel)
+		}
 	}
 	requeue := updateProgressing(st, in)
 	was := meta.FindStatusCondition(s.readStatus().Conditions, v1alpha1.ProgressingCondition)

@@ -16,7 +16,10 @@ import (
 func (r *Reconciler) propagate(ctx context.Context, s *scope) error {
 	t := s.ms.Spec.Template
 	for _, m := range s.owned {
-		if !m.DeletionTimestamp.IsZero() {
+		if !m.DeletionTimestamp.IsZero() || s.movingOut[m.Name] {
+			// A Machine moving out gets its new set's template when it
+			// moves; a write computed from an older read could put this
+			// set's labels back on a Machine that has just moved.
 			continue
 		}
 		updated := m.DeepCopy()

@@ -79,6 +79,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.collect(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := r.collectInPlace(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
 	s.template = templateHash(ms)
 	s.proven = proven(s)
 
@@ -142,6 +145,10 @@ type scope struct {
 	// says whether a Machine made from it has run (see proven.go).
 	template string
 	proven   bool
+	// movingOut names the Machines the set controls that are moving out
+	// in place; movingIn are those of other sets moving in (see inplace.go).
+	movingOut map[string]bool
+	movingIn  []*v1alpha1.Machine
 }
 
 // collect lists the MachineSet's Machines, adopting orphans that match its
@@ -200,6 +207,8 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 			}
 		case m.Status.FailureReason != "":
 			failed = append(failed, m)
+		case s.movingOut[m.Name]:
+			// Moving out in place: not one of ours any more, never a victim.
 		default:
 			alive = append(alive, m)
 			if everRunning(m) {
@@ -230,7 +239,13 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 	if failedEarly > 0 {
 		r.replacements.failed(s.key, failedEarly, joined, s.now)
 	}
-	diff := int(s.ms.Spec.Replicas) - len(alive)
+	movingIn := 0
+	for _, m := range s.movingIn {
+		if countsIn(m) {
+			movingIn++
+		}
+	}
+	diff := int(s.ms.Spec.Replicas) - len(alive) - movingIn
 	wait := r.replacements.wait(s.key, joined, s.now)
 	// Preserved Machines that failed before running are replaced for up
 	// to spec.replicas of them; each one beyond takes a replica's place.

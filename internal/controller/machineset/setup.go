@@ -38,7 +38,14 @@ func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []recon
 		if ref.Kind != "MachineSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
+		// The set it is updated into in place counts it too (inplace.go).
+		for _, target := range inPlaceTargets(o) {
+			if target != ref.Name {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: target}})
+			}
+		}
+		return reqs
 	}
 	sets := &v1alpha1.MachineSetList{}
 	// Read only: the cache's objects, not copies.
@@ -53,4 +60,17 @@ func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []recon
 		}
 	}
 	return reqs
+}
+
+// inPlaceTargets names the sets a Machine is being updated into in place:
+// its target annotation and its update status's target.
+func inPlaceTargets(o client.Object) []string {
+	var out []string
+	if t := o.GetAnnotations()[v1alpha1.InPlaceTargetAnnotation]; t != "" {
+		out = append(out, t)
+	}
+	if m, ok := o.(*v1alpha1.Machine); ok && m.Status.InPlaceUpdate != nil && m.Status.InPlaceUpdate.TargetSet != "" {
+		out = append(out, m.Status.InPlaceUpdate.TargetSet)
+	}
+	return out
 }

@@ -35,6 +35,9 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 			preserved++ // not one of the replicas (docs/preservation.md)
 			continue
 		}
+		if s.movingOut[m.Name] {
+			continue // counted by the set it moves to (inplace.go)
+		}
 		replicas++
 		if templateLabels.Matches(labels.Set(m.Labels)) {
 			fullyLabeled++
@@ -48,6 +51,18 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 			available++
 		} else if nextAvailable == 0 || left < nextAvailable {
 			nextAvailable = left
+		}
+	}
+	for _, m := range s.movingIn {
+		if !countsIn(m) {
+			continue
+		}
+		replicas++
+		if movedInReady(s.ms, m) {
+			// Moved in a moment from now: minReadySeconds ran while it
+			// was Ready in its old set already.
+			ready++
+			available++
 		}
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })

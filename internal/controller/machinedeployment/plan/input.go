@@ -27,6 +27,8 @@ type Input struct {
 	// Old are the other owned sets, oldest first, sets being deleted
 	// included (their Machines still count).
 	Old []Set
+	// InPlace are the settings of strategy InPlace; nil for the others.
+	InPlace *InPlaceSettings
 }
 
 // Set is what the planner knows of one MachineSet.
@@ -49,6 +51,11 @@ type Set struct {
 	// MachineSet controller that may still be creating an old Machine.
 	Reported int32
 	Counts
+	// MovingOut and MovingIn are the set's in-place lists (the
+	// InPlaceMovingOut/InPlaceMovingIn annotations), sorted; Members are
+	// the Machines it controls. Only strategy InPlace reads them.
+	MovingOut, MovingIn []string
+	Members             []Machine
 }
 
 // Counts are a set's Machines, counted by Count.

@@ -21,6 +21,11 @@ const (
 type Result struct {
 	Mode    string
 	Targets []Target
+	// Steps (strategy InPlace) are the writes, in order; Targets then
+	// only summarise them, except a Create.
+	Steps []Step
+	// InPlace (strategy InPlace) says what the plan found.
+	InPlace *InPlaceReport
 }
 
 // Target is what one MachineSet should have after this reconcile.
@@ -69,6 +74,10 @@ func Plan(in Input) Result {
 	switch {
 	case in.Paused || isScalingEvent(in.Replicas, in.live()):
 		r = Result{Mode: ModeScale, Targets: scale(in)}
+	case in.Strategy == v1alpha1.InPlaceStrategy && in.InPlace != nil:
+		// Its targets are decided whole: no freeze cut, no annotation
+		// refresh (every set step writes the replica annotations).
+		return inPlace(in)
 	case in.Strategy == v1alpha1.RecreateStrategy:
 		r = Result{Mode: ModeRecreate, Targets: recreate(in)}
 	case in.Strategy == v1alpha1.OnDeleteStrategy:

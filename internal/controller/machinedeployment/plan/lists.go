@@ -1,0 +1,27 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+)
+
+// Names reads a MachineSet's in-place list (the InPlaceMovingOut or
+// InPlaceMovingIn annotation: Machine names, comma-separated), sorted and
+// without duplicates.
+func Names(annotation string) []string {
+	var out []string
+	for _, n := range strings.Split(annotation, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// JoinNames writes an in-place list: sorted, comma-separated, "" for none.
+func JoinNames(names []string) string {
+	s := slices.Clone(names)
+	slices.Sort(s)
+	return strings.Join(slices.Compact(s), ",")
+}
