@@ -73,8 +73,17 @@ func domainUUID(name string) string {
 }
 
 // volume names of a domain.
-func seedVolume(domain string) string { return domain + "-seed.iso" }
-func diskVolume(domain string) string { return domain + "-disk.qcow2" }
+func seedVolume(domain string) string  { return domain + "-seed.iso" }
+func diskVolume(domain string) string  { return domain + "-disk.qcow2" }
+func stateVolume(domain string) string { return domain + "-state.img" }
+
+// StateSerial is the serial of the state disk, by which the node agent
+// finds it (docs/providers/libvirt.md).
+const StateSerial = "millwright-state"
+
+// stateVolumeSize is the state volume's size: the node agent keeps one
+// record of a few KiB at its start.
+const stateVolumeSize = 1 << 20
 
 // ConsoleLog is where the serial console of domain is written in dir (the
 // driver's --console-dir), on the libvirt host.
@@ -136,6 +145,15 @@ func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string
 		Target:   &libvirtxml.DomainDiskTarget{Dev: "vdb", Bus: "virtio"},
 		ReadOnly: &libvirtxml.DomainDiskReadOnly{},
 		Serial:   SeedLabel,
+	})
+	// The state disk: small, raw, writable; the node agent keeps what must
+	// survive a reboot on it (its credentials, its version).
+	devs.Disks = append(devs.Disks, libvirtxml.DomainDisk{
+		Device: "disk",
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+		Source: &libvirtxml.DomainDiskSource{Volume: &libvirtxml.DomainDiskSourceVolume{Pool: s.Pool, Volume: stateVolume(name)}},
+		Target: &libvirtxml.DomainDiskTarget{Dev: "vdc", Bus: "virtio"},
+		Serial: StateSerial,
 	})
 	port := uint(0)
 	devs.Serials = []libvirtxml.DomainSerial{{

@@ -312,7 +312,7 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 		ClassNamespace: req.MachineClass.Namespace, ClassName: req.MachineClass.Name,
 		NodeName:   nodeName,
 		ConsoleLog: ConsoleLog(d.opts.ConsoleDir, name),
-		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}},
+		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: stateVolume(name)}},
 	}
 	var userData []byte
 	if req.Secret != nil {
@@ -325,6 +325,9 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 		return driver.Errorf(driver.Internal, "%v", err)
 	}
 	if err := c.createSeed(pool, seedVolume(name), iso); err != nil {
+		return err
+	}
+	if err := c.createState(pool, stateVolume(name), stateVolumeSize); err != nil {
 		return err
 	}
 	if img != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/nodeagent"
 	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -186,7 +187,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if active, err := l.DomainIsActive(dom); err != nil || active != 1 {
 		t.Errorf("the domain is not running after CreateMachine (%d, %v)", active, err)
 	}
-	want := []string{diskVolume(name), seedVolume(name)}
+	want := []string{diskVolume(name), seedVolume(name), stateVolume(name)}
 	if got := volumes(t, l, name); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 		t.Errorf("volumes after create: %v; want %v", got, want)
 	}
@@ -211,7 +212,9 @@ func TestDeleteLeavesNothing(t *testing.T) {
 
 // TestSeed checks the seed a VM is given: a read-only virtio disk with
 // serial cidata, holding an ISO 9660 image labelled cidata with the user
-// data as given and the meta-data a VM's init reads.
+// data as given and the meta-data a VM's init reads; and its state disk:
+// writable, raw, on virtio, with the serial the node agent finds it by,
+// zeroed (no state) on a new domain.
 func TestSeed(t *testing.T) {
 	l := libvirtConn(t)
 	d := newDriver(t)
@@ -251,6 +254,21 @@ func TestSeed(t *testing.T) {
 	case seed.ReadOnly == nil || seed.Target.Bus != "virtio" || seed.Driver.Type != "raw":
 		t.Errorf("the seed disk is not a read-only raw virtio disk:\n%s", x)
 	}
+	if StateSerial != nodeagent.StateSerial {
+		t.Fatalf("the state disk's serial %q is not the one the node agent looks for (%q)", StateSerial, nodeagent.StateSerial)
+	}
+	var state *libvirtxml.DomainDisk
+	for i, disk := range def.Devices.Disks {
+		if disk.Serial == StateSerial {
+			state = &def.Devices.Disks[i]
+		}
+	}
+	switch {
+	case state == nil:
+		t.Errorf("no disk with serial %s in\n%s", StateSerial, x)
+	case state.ReadOnly != nil || state.Target.Bus != "virtio" || state.Driver.Type != "raw" || state.Source.Volume == nil || state.Source.Volume.Volume != stateVolume(name):
+		t.Errorf("the state disk is not a writable raw virtio disk of volume %s:\n%s", stateVolume(name), x)
+	}
 
 	pool, err := l.StoragePoolLookupByName(fixture.pool)
 	if err != nil {
@@ -261,6 +279,11 @@ func TestSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	iso := readVolume(t, l, vol)
+	if sv, err := l.StorageVolLookupByName(pool, stateVolume(name)); err != nil {
+		t.Error(err)
+	} else if data := readVolume(t, l, sv); len(data) != stateVolumeSize || !bytes.Equal(data, make([]byte, stateVolumeSize)) {
+		t.Errorf("the new state volume is %d bytes, not %d zeroes", len(data), stateVolumeSize)
+	}
 	img, err := iso9660.OpenImage(bytes.NewReader(iso))
 	if err != nil {
 		t.Fatal(err)
