@@ -36,6 +36,11 @@ type Meta struct {
 	// Volumes are the pool/volume names made for this domain alone, which
 	// its deletion removes.
 	Volumes []MetaVolume `xml:"volume"`
+	// Started is when CreateMachine first started the domain (RFC 3339),
+	// empty before. libvirt forgets why a domain is shut off when libvirtd
+	// restarts (the reason reads "unknown", as for a domain never started):
+	// this tells a VM that ran and stopped from one a create left defined.
+	Started string `xml:"started,omitempty"`
 }
 
 // MetaVolume names a volume of a pool.
@@ -92,19 +97,28 @@ func ConsoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-
 // userNetID names the user-mode netdev passed to QEMU directly.
 const userNetID = "mwnet0"
 
+// metaXML is meta as the element of Millwright's namespace.
+func metaXML(meta *Meta) (string, error) {
+	var b strings.Builder
+	if err := xml.NewEncoder(&b).EncodeElement(meta, xml.StartElement{Name: xml.Name{Space: MetadataNamespace, Local: "machine"}}); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
 // domainXML is the definition of a Machine's domain.
 func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string, error) {
 	// Written in MetadataNamespace (libvirt keeps no element without
 	// one); libvirt hands it back without, so Meta names none.
-	var metaXML strings.Builder
-	if err := xml.NewEncoder(&metaXML).EncodeElement(meta, xml.StartElement{Name: xml.Name{Space: MetadataNamespace, Local: "machine"}}); err != nil {
+	mx, err := metaXML(meta)
+	if err != nil {
 		return "", err
 	}
 	dom := &libvirtxml.Domain{
 		Type:     virtType,
 		Name:     name,
 		UUID:     domainUUID(name),
-		Metadata: &libvirtxml.DomainMetadata{XML: metaXML.String()},
+		Metadata: &libvirtxml.DomainMetadata{XML: mx},
 		Memory:   &libvirtxml.DomainMemory{Value: uint(s.memoryKiB), Unit: "KiB"},
 		VCPU:     &libvirtxml.DomainVCPU{Value: uint(s.CPUs)},
 		OS: &libvirtxml.DomainOS{

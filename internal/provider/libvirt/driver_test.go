@@ -381,3 +381,66 @@ func readVolume(t *testing.T, l *golibvirt.Libvirt, vol golibvirt.StorageVol) []
 	}
 	return data
 }
+
+// TestStoppedDomainIsNotReadAsNeverStarted: libvirt forgets why a domain
+// is shut off when libvirtd restarts (the reason reads "unknown", as for a
+// domain defined and never started). A domain the driver started once is
+// still reported stopped (FailedPrecondition, so the Machine fails), not
+// NotFound (which would make the Machine controller start it again); a
+// domain a create defined and never started is still NotFound. The
+// restart is simulated by defining the stopped domain anew from its
+// definition, which is how libvirtd loads it at start.
+func TestStoppedDomainIsNotReadAsNeverStarted(t *testing.T) {
+	l := libvirtConn(t)
+	d := newDriver(t)
+	cl := class("started", imageSpec())
+	m := machine("started")
+	name := domainName(m)
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
+	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	dom, err := l.DomainLookupByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DomainDestroy(dom); err != nil {
+		t.Fatal(err)
+	}
+	x, err := l.DomainGetXMLDesc(dom, golibvirt.DomainXMLInactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DomainUndefineFlags(dom, 0); err != nil {
+		t.Fatal(err)
+	}
+	if dom, err = l.DomainDefineXML(x); err != nil {
+		t.Fatal(err)
+	}
+	if state, reason, err := l.DomainGetState(dom, 0); err != nil || golibvirt.DomainState(state) != golibvirt.DomainShutoff || golibvirt.DomainShutoffReason(reason) != golibvirt.DomainShutoffUnknown {
+		t.Fatalf("the redefined domain is in state %d reason %d (%v), want shut off for an unknown reason", state, reason, err)
+	}
+	_, err = d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition {
+		t.Errorf("GetMachineStatus of a started domain shut off for an unknown reason: %v, want FailedPrecondition", err)
+	}
+
+	// Defined by a create that stopped before the start.
+	never := machine("never")
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: never, MachineClass: cl}) })
+	c, err := d.conns.get(ctx(t), DefaultURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.classSpec(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.define(ctx(t), c, s, &driver.CreateMachineRequest{Machine: never, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: never, MachineClass: cl})
+	if driver.CodeOf(err) != driver.NotFound {
+		t.Errorf("GetMachineStatus of a domain defined and never started: %v, want NotFound", err)
+	}
+}
