@@ -3,11 +3,13 @@
 // TokenBootstrapConfig provider's user data), keeps the Node's Lease and
 // status up, and runs no containers:
 //
-//	millwright-node-agent --user-data FILE --meta-data FILE [--cert-dir DIR]
+//	millwright-node-agent --user-data FILE --meta-data FILE [--cert-dir DIR] [--state DEVICE]
 //
-// As pid 1 (the /init of bin/vm/initramfs.img) it first prepares the VM
-// (internal/vminit) and finds the user data on the cloud-init NoCloud
-// seed. See docs/providers/node-agent.md.
+// It also carries out in-place updates of the Kubernetes version by
+// rebooting the machine (docs/in-place-updates.md). As pid 1 (the /init
+// of bin/vm/initramfs.img) it first prepares the VM (internal/vminit),
+// finds the user data on the cloud-init NoCloud seed and the state device
+// by its serial. See docs/providers/node-agent.md.
 package main
 
 import (
@@ -27,11 +29,19 @@ import (
 func main() {
 	if os.Getpid() == 1 {
 		vminit.Main(func(seedDir string) []string {
-			return []string{
+			args := []string{
 				"--user-data=" + filepath.Join(seedDir, "user-data"),
 				"--meta-data=" + filepath.Join(seedDir, "meta-data"),
 				"--cert-dir=/run/millwright-node-agent",
 			}
+			// The provider's state volume, if it gave one (the libvirt
+			// driver does): what survives a reboot.
+			if dev := nodeagent.FindStateDevice("/sys/block"); dev != "" {
+				args = append(args, "--state="+dev)
+			} else {
+				vminit.Logf("no disk with serial %s: nothing survives a reboot, in-place updates are refused", nodeagent.StateSerial)
+			}
+			return args
 		})
 		return
 	}
@@ -47,6 +57,7 @@ func run(args []string) error {
 	metaData := fs.String("meta-data", "", "the cloud-init NoCloud meta-data: instance-id, local-hostname, provider-id (required)")
 	var opts nodeagent.Options
 	fs.StringVar(&opts.CertDir, "cert-dir", "/run/millwright-node-agent", "where the node's key, certificate and kubeconfig are written (a tmpfs in the VM)")
+	fs.StringVar(&opts.StatePath, "state", "", "the state device (or file) keeping the node's credentials and version across reboots; empty: none (a reboot bootstraps again, in-place updates are refused)")
 	fs.IntVar(&opts.MaxPods, "max-pods", 0, "the Node's pods capacity (the agent runs no containers)")
 	fs.DurationVar(&opts.LeaseDuration, "node-lease-duration", 0, "the Node Lease's duration, renewed every quarter of it (default: the kubelet's 40s)")
 	fs.DurationVar(&opts.StatusReportFrequency, "node-status-report-frequency", 0, "how often the Node's status is posted unchanged (default: the kubelet's 5m)")
@@ -74,6 +85,6 @@ func run(args []string) error {
 	opts.Logf = vminit.Logf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	vminit.Logf("joining %s as Node %s (providerID %s)", cfg.Server, cfg.NodeName, cfg.ProviderID)
+	vminit.Logf("joining %s as Node %s (providerID %s, state %q)", cfg.Server, cfg.NodeName, cfg.ProviderID, opts.StatePath)
 	return nodeagent.Run(ctx, cfg, opts)
 }

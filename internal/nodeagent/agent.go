@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -37,6 +38,13 @@ type Options struct {
 	// RetryInterval is the first wait between join attempts in Run,
 	// doubled up to a minute (default 2s).
 	RetryInterval time.Duration
+	// StatePath is the state device (or file) where the agent keeps its
+	// credentials, Node name and version across reboots (State); empty:
+	// none, so a reboot bootstraps again and in-place updates are refused.
+	StatePath string
+	// Reboot restarts the machine for an in-place update; default
+	// RebootMachine. Only tests replace it.
+	Reboot func() error
 	// Logf receives progress messages; default: none.
 	Logf func(format string, args ...any)
 }
@@ -54,6 +62,9 @@ func (o *Options) setDefaults() {
 	if o.RetryInterval <= 0 {
 		o.RetryInterval = 2 * time.Second
 	}
+	if o.Reboot == nil {
+		o.Reboot = RebootMachine
+	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -65,6 +76,13 @@ type Agent struct {
 	opts   Options
 	client kubernetes.Interface
 	node   *corev1.Node
+	// state is what the state device holds (nil without one); version
+	// is the Kubernetes version reported as the kubeletVersion.
+	state   *State
+	version string
+	// rebooting is set once an update reboots the machine: the Node was
+	// told NotReady already, and nothing else is done.
+	rebooting atomic.Bool
 }
 
 // Run joins, retrying failed attempts with back-off (the API server may
@@ -84,7 +102,14 @@ func Run(ctx context.Context, cfg JoinConfig, opts Options) error {
 	if !retry(ctx, opts, "registration", func() error { return a.register(ctx) }) {
 		return nil
 	}
-	return a.Heartbeat(ctx)
+	updates := make(chan struct{})
+	go func() {
+		defer close(updates)
+		a.WatchUpdates(ctx)
+	}()
+	err := a.Heartbeat(ctx)
+	<-updates
+	return err
 }
 
 // retry runs f until it succeeds (true) or ctx ends (false), waiting
@@ -125,6 +150,10 @@ func Join(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
 // bootstrap gets the node's client certificate and makes the Agent that
 // uses it.
 func bootstrap(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error) {
+	st, err := restoreState(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
 	// A certificate about to expire is not reused: the agent does not
 	// rotate it.
 	rc, err := reuseCredentials(opts.CertDir, cfg, time.Now(), time.Hour)
@@ -144,7 +173,17 @@ func bootstrap(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{cfg: cfg, opts: opts, client: client}, nil
+	a := &Agent{cfg: cfg, opts: opts, client: client, state: st, version: KubeletVersion()}
+	switch {
+	case st != nil && st.Version != "":
+		a.version = st.Version
+	case cfg.Version != "":
+		a.version = cfg.Version
+	}
+	if err := a.saveCredentials(rc.CertData, rc.KeyData); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // register creates the Node as the kubelet does, or adopts the one a
@@ -229,7 +268,7 @@ func (a *Agent) postStatus(ctx context.Context, ready bool, reason, message stri
 		"capacity":    capacity,
 		"allocatable": capacity,
 		"addresses":   []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: a.cfg.NodeName}},
-		"nodeInfo":    nodeInfo(a.cfg.InstanceID),
+		"nodeInfo":    nodeInfo(a.cfg.InstanceID, a.version),
 		"conditions":  conditions,
 	}})
 	if err != nil {
@@ -260,6 +299,10 @@ func (a *Agent) Heartbeat(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			<-done
+			if a.rebooting.Load() {
+				a.opts.Logf("stopped (rebooting)")
+				return nil
+			}
 			// Bounded below the 20s pid 1 gives the agent to stop.
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 			defer cancel()

@@ -49,6 +49,12 @@ func TestMain(m *testing.M) {
 // the provider's own user data, and meta-data.
 func seed(t *testing.T, cs kubernetes.Interface, node, providerID string) (userData, metaData []byte, token string) {
 	t.Helper()
+	return seedVersion(t, cs, node, providerID, "")
+}
+
+// seedVersion is seed for a Machine whose spec.version is version.
+func seedVersion(t *testing.T, cs kubernetes.Interface, node, providerID, version string) (userData, metaData []byte, token string) {
+	t.Helper()
 	id := bootstraptoken.ID(types.UID("uid-" + node))
 	secret, err := bootstraptoken.NewSecret()
 	if err != nil {
@@ -60,7 +66,7 @@ func seed(t *testing.T, cs kubernetes.Interface, node, providerID string) (userD
 	}
 	token = bootstraptoken.Token(id, secret)
 	rc := cluster.RESTConfig()
-	userData, err = tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: rc.Host, CA: rc.CAData, Token: token, NodeName: node})
+	userData, err = tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: rc.Host, CA: rc.CAData, Token: token, NodeName: node, Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}

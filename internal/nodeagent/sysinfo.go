@@ -20,7 +20,8 @@ import (
 // userAgent names the agent in the API server's audit and logs.
 const userAgent = "millwright-node-agent"
 
-// KubeletVersion is what the Node reports as status.nodeInfo.kubeletVersion:
+// KubeletVersion is what the Node reports as status.nodeInfo.kubeletVersion
+// when neither the user data nor an in-place update gave a version:
 // the Kubernetes version whose API the agent was built against (k8s.io/api
 // v0.X.Y is Kubernetes v1.X.Y) with "+millwright-node-agent" as semver
 // build metadata, so version-skew checks see a matching kubelet and people
@@ -92,8 +93,9 @@ func memTotal() (int64, error) {
 	return 0, fmt.Errorf("no MemTotal in /proc/meminfo")
 }
 
-// nodeInfo is status.nodeInfo: the kernel and identifiers of this boot.
-func nodeInfo(instanceID string) corev1.NodeSystemInfo {
+// nodeInfo is status.nodeInfo: the kernel and identifiers of this boot,
+// and the Kubernetes version the node runs.
+func nodeInfo(instanceID, version string) corev1.NodeSystemInfo {
 	var uts unix.Utsname
 	kernel := ""
 	if unix.Uname(&uts) == nil {
@@ -110,7 +112,7 @@ func nodeInfo(instanceID string) corev1.NodeSystemInfo {
 		KernelVersion:           kernel,
 		OSImage:                 osImage(),
 		ContainerRuntimeVersion: "none://",
-		KubeletVersion:          KubeletVersion(),
+		KubeletVersion:          version,
 		OperatingSystem:         runtime.GOOS,
 		Architecture:            runtime.GOARCH,
 	}

@@ -11,11 +11,12 @@ import (
 )
 
 // Where the TokenBootstrapConfig provider's user data puts the bootstrap
-// kubeconfig (kubeadm's path), and the flag of the kubelet drop-in that
-// names the Node. The agent reads these two write_files entries and
+// kubeconfig (kubeadm's path) and the Machine's spec.version, and the flag
+// of the kubelet drop-in that names the Node. The agent reads these and
 // nothing else; runcmd and the other kubelet flags are for a real kubelet.
 const (
 	BootstrapKubeconfigPath = "/etc/kubernetes/bootstrap-kubelet.conf"
+	VersionPath             = "/etc/millwright/kubernetes-version"
 	hostnameOverrideFlag    = "--hostname-override="
 )
 
@@ -33,6 +34,10 @@ type JoinConfig struct {
 	// InstanceID is the machine's ID (meta-data instance-id, the Machine's
 	// UID); reported as the Node's machine ID when the system has none.
 	InstanceID string
+	// Version is the Kubernetes version the node starts with (the
+	// Machine's spec.version, VersionPath in the user data); empty: none
+	// given, the agent reports its built-in KubeletVersion.
+	Version string
 }
 
 // MetaData is the cloud-init NoCloud meta-data the agent reads.
@@ -54,7 +59,7 @@ type cloudConfig struct {
 var hostnameOverride = regexp.MustCompile(regexp.QuoteMeta(hostnameOverrideFlag) + `(\S+)`)
 
 // ParseSeed reads a NoCloud seed's user-data and meta-data into a
-// JoinConfig. The node name is meta-data local-hostname, else the
+// JoinConfig. The version is VersionPath's content when there is one. The node name is meta-data local-hostname, else the
 // kubelet's --hostname-override in the user data.
 func ParseSeed(userData, metaData []byte) (JoinConfig, error) {
 	var md MetaData
@@ -76,6 +81,13 @@ func ParseSeed(userData, metaData []byte) (JoinConfig, error) {
 				return JoinConfig{}, fmt.Errorf("user-data: %s: %w", f.Path, err)
 			}
 			found = true
+		}
+		if f.Path == VersionPath {
+			v := strings.TrimSpace(f.Content)
+			if !versionPattern.MatchString(v) {
+				return JoinConfig{}, fmt.Errorf("user-data: %s: %q is not a Kubernetes version (vX.Y.Z)", f.Path, v)
+			}
+			cfg.Version = v
 		}
 		if m := hostnameOverride.FindStringSubmatch(f.Content); m != nil {
 			cfg.NodeName = m[1]

@@ -12,7 +12,10 @@ import (
 // Pure parsing: the join itself is tested against a real cluster in
 // agent_test.go.
 func TestParseSeed(t *testing.T) {
-	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1"})
+	if VersionPath != tokenbootstrap.VersionPath {
+		t.Fatalf("the agent reads %s, the provider writes %s", VersionPath, tokenbootstrap.VersionPath)
+	}
+	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1", Version: "v1.35.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,8 +24,8 @@ func TestParseSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := JoinConfig{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1", ProviderID: "p://m-1", InstanceID: "uid-1"}
-	if got.Server != want.Server || string(got.CA) != string(want.CA) || got.Token != want.Token || got.NodeName != want.NodeName || got.ProviderID != want.ProviderID || got.InstanceID != want.InstanceID {
+	want := JoinConfig{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1", ProviderID: "p://m-1", InstanceID: "uid-1", Version: "v1.35.2"}
+	if got.Version != want.Version || got.Server != want.Server || string(got.CA) != string(want.CA) || got.Token != want.Token || got.NodeName != want.NodeName || got.ProviderID != want.ProviderID || got.InstanceID != want.InstanceID {
 		t.Errorf("ParseSeed = %+v, want %+v", got, want)
 	}
 
@@ -37,6 +40,7 @@ func TestParseSeed(t *testing.T) {
 		name, userData, metaData, wantErr string
 	}{
 		{"no provider-id", string(ud), "local-hostname: m-1\n", "no provider-id"},
+		{"not a version", strings.Replace(string(ud), "v1.35.2", "1.35", 1), md, "is not a Kubernetes version"},
 		{"not cloud-config", "#!/bin/sh\necho hi\n", md, "not a #cloud-config"},
 		{"no bootstrap kubeconfig", "#cloud-config\nwrite_files: []\n", md, "no write_files entry for " + BootstrapKubeconfigPath},
 		{"no node name", "#cloud-config\nwrite_files:\n- path: " + BootstrapKubeconfigPath + "\n  content: |\n" + indent(kubeconfigOf(t, ud)), "provider-id: p://m-1\n", "no node name"},

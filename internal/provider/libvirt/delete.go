@@ -39,7 +39,7 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 		return nil, driver.Errorf(driver.FailedPrecondition, "domain %s was made for Machine %s/%s, not %s/%s: left alone",
 			name, f.meta.Namespace, f.meta.Name, req.MachineClass.Namespace, cl.byProviderID)
 	}
-	volumes := []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: diskVolume(name)}}
+	volumes := []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: stateVolume(name)}, {Pool: s.Pool, Name: diskVolume(name)}}
 	console := ConsoleLog(d.opts.ConsoleDir, name)
 	if f != nil {
 		if err := d.powerOff(ctx, c, f.dom, s.shutdownGrace); err != nil {

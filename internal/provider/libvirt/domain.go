@@ -36,6 +36,11 @@ type Meta struct {
 	// Volumes are the pool/volume names made for this domain alone, which
 	// its deletion removes.
 	Volumes []MetaVolume `xml:"volume"`
+	// Started is when CreateMachine first started the domain (RFC 3339),
+	// empty before. libvirt forgets why a domain is shut off when libvirtd
+	// restarts (the reason reads "unknown", as for a domain never started):
+	// this tells a VM that ran and stopped from one a create left defined.
+	Started string `xml:"started,omitempty"`
 }
 
 // MetaVolume names a volume of a pool.
@@ -73,8 +78,17 @@ func domainUUID(name string) string {
 }
 
 // volume names of a domain.
-func seedVolume(domain string) string { return domain + "-seed.iso" }
-func diskVolume(domain string) string { return domain + "-disk.qcow2" }
+func seedVolume(domain string) string  { return domain + "-seed.iso" }
+func diskVolume(domain string) string  { return domain + "-disk.qcow2" }
+func stateVolume(domain string) string { return domain + "-state.img" }
+
+// StateSerial is the serial of the state disk, by which the node agent
+// finds it (docs/providers/libvirt.md).
+const StateSerial = "millwright-state"
+
+// stateVolumeSize is the state volume's size: the node agent keeps one
+// record of a few KiB at its start.
+const stateVolumeSize = 1 << 20
 
 // ConsoleLog is where the serial console of domain is written in dir (the
 // driver's --console-dir), on the libvirt host.
@@ -83,19 +97,28 @@ func ConsoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-
 // userNetID names the user-mode netdev passed to QEMU directly.
 const userNetID = "mwnet0"
 
+// metaXML is meta as the element of Millwright's namespace.
+func metaXML(meta *Meta) (string, error) {
+	var b strings.Builder
+	if err := xml.NewEncoder(&b).EncodeElement(meta, xml.StartElement{Name: xml.Name{Space: MetadataNamespace, Local: "machine"}}); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
 // domainXML is the definition of a Machine's domain.
 func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string, error) {
 	// Written in MetadataNamespace (libvirt keeps no element without
 	// one); libvirt hands it back without, so Meta names none.
-	var metaXML strings.Builder
-	if err := xml.NewEncoder(&metaXML).EncodeElement(meta, xml.StartElement{Name: xml.Name{Space: MetadataNamespace, Local: "machine"}}); err != nil {
+	mx, err := metaXML(meta)
+	if err != nil {
 		return "", err
 	}
 	dom := &libvirtxml.Domain{
 		Type:     virtType,
 		Name:     name,
 		UUID:     domainUUID(name),
-		Metadata: &libvirtxml.DomainMetadata{XML: metaXML.String()},
+		Metadata: &libvirtxml.DomainMetadata{XML: mx},
 		Memory:   &libvirtxml.DomainMemory{Value: uint(s.memoryKiB), Unit: "KiB"},
 		VCPU:     &libvirtxml.DomainVCPU{Value: uint(s.CPUs)},
 		OS: &libvirtxml.DomainOS{
@@ -136,6 +159,15 @@ func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string
 		Target:   &libvirtxml.DomainDiskTarget{Dev: "vdb", Bus: "virtio"},
 		ReadOnly: &libvirtxml.DomainDiskReadOnly{},
 		Serial:   SeedLabel,
+	})
+	// The state disk: small, raw, writable; the node agent keeps what must
+	// survive a reboot on it (its credentials, its version).
+	devs.Disks = append(devs.Disks, libvirtxml.DomainDisk{
+		Device: "disk",
+		Driver: &libvirtxml.DomainDiskDriver{Name: "qemu", Type: "raw"},
+		Source: &libvirtxml.DomainDiskSource{Volume: &libvirtxml.DomainDiskSourceVolume{Pool: s.Pool, Volume: stateVolume(name)}},
+		Target: &libvirtxml.DomainDiskTarget{Dev: "vdc", Bus: "virtio"},
+		Serial: StateSerial,
 	})
 	port := uint(0)
 	devs.Serials = []libvirtxml.DomainSerial{{

@@ -269,6 +269,9 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 	if err := c.start(f.dom); err != nil {
 		return nil, err
 	}
+	if err := c.recordStart(f); err != nil {
+		return nil, err
+	}
 	return &driver.CreateMachineResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName}, nil
 }
 
@@ -312,7 +315,7 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 		ClassNamespace: req.MachineClass.Namespace, ClassName: req.MachineClass.Name,
 		NodeName:   nodeName,
 		ConsoleLog: ConsoleLog(d.opts.ConsoleDir, name),
-		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}},
+		Volumes:    []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: stateVolume(name)}},
 	}
 	var userData []byte
 	if req.Secret != nil {
@@ -325,6 +328,9 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 		return driver.Errorf(driver.Internal, "%v", err)
 	}
 	if err := c.createSeed(pool, seedVolume(name), iso); err != nil {
+		return err
+	}
+	if err := c.createState(pool, stateVolume(name), stateVolumeSize); err != nil {
 		return err
 	}
 	if img != nil {
@@ -413,6 +419,27 @@ func (c *conn) start(dom golibvirt.Domain) error {
 	return nil
 }
 
+// recordStart writes the first start's time into the domain's metadata
+// (its persistent definition), once: after the start, so a start that
+// failed leaves the domain "never started" and the next create starts it.
+func (c *conn) recordStart(f *found) error {
+	if f.meta.Started != "" {
+		return nil
+	}
+	meta := *f.meta
+	meta.Started = time.Now().UTC().Format(time.RFC3339)
+	x, err := metaXML(&meta)
+	if err != nil {
+		return driver.Errorf(driver.Internal, "domain %s metadata: %v", f.dom.Name, err)
+	}
+	if err := c.l.DomainSetMetadata(f.dom, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{x},
+		golibvirt.OptString{"millwright"}, golibvirt.OptString{MetadataNamespace}, golibvirt.DomainAffectConfig); err != nil {
+		return c.errorf(err, "recording the start of domain %s", f.dom.Name)
+	}
+	f.meta = &meta
+	return nil
+}
+
 // GetMachineStatus reports the Machine's domain: NotFound when there is
 // none (or it was defined and never started, which CreateMachine does),
 // FailedPrecondition with the console's last lines when it has stopped.
@@ -436,11 +463,24 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 	switch golibvirt.DomainState(state) {
 	case golibvirt.DomainShutoff:
 		if golibvirt.DomainShutoffReason(reason) == golibvirt.DomainShutoffUnknown {
-			return nil, driver.Errorf(driver.NotFound, "domain %s is defined but has not run since; CreateMachine starts it", name)
+			if f.meta.Started == "" {
+				return nil, driver.Errorf(driver.NotFound, "domain %s is defined but has not run since; CreateMachine starts it", name)
+			}
+			// Started once, so it ran and stopped; libvirt forgot why
+			// (libvirtd restarted since).
+			return nil, d.stopped(f, "shut off (first started "+f.meta.Started+"; libvirt no longer knows why it stopped)")
 		}
 		return nil, d.stopped(f, fmt.Sprintf("shut off (%s)", shutoffReason(reason)))
 	case golibvirt.DomainCrashed:
 		return nil, d.stopped(f, "crashed")
+	}
+	// A domain made before the driver recorded starts is running, so it
+	// has started: record it now, or a stop after a libvirtd restart would
+	// read as never started. Best effort: the status is what is asked.
+	if f.meta.Started == "" {
+		if err := c.recordStart(f); err != nil {
+			d.opts.Logger.Warn("could not record that a running domain has started", "domain", name, "err", driver.MessageOf(err))
+		}
 	}
 	// The console's last lines are the Machine's progress: a VM that
 	// never joins says there why (the node agent logs to it). A serial

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/nodeagent"
 	"github.com/millwright-dev/millwright/internal/testenv"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -186,7 +187,7 @@ func TestDeleteLeavesNothing(t *testing.T) {
 	if active, err := l.DomainIsActive(dom); err != nil || active != 1 {
 		t.Errorf("the domain is not running after CreateMachine (%d, %v)", active, err)
 	}
-	want := []string{diskVolume(name), seedVolume(name)}
+	want := []string{diskVolume(name), seedVolume(name), stateVolume(name)}
 	if got := volumes(t, l, name); !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 		t.Errorf("volumes after create: %v; want %v", got, want)
 	}
@@ -211,7 +212,9 @@ func TestDeleteLeavesNothing(t *testing.T) {
 
 // TestSeed checks the seed a VM is given: a read-only virtio disk with
 // serial cidata, holding an ISO 9660 image labelled cidata with the user
-// data as given and the meta-data a VM's init reads.
+// data as given and the meta-data a VM's init reads; and its state disk:
+// writable, raw, on virtio, with the serial the node agent finds it by,
+// zeroed (no state) on a new domain.
 func TestSeed(t *testing.T) {
 	l := libvirtConn(t)
 	d := newDriver(t)
@@ -251,6 +254,21 @@ func TestSeed(t *testing.T) {
 	case seed.ReadOnly == nil || seed.Target.Bus != "virtio" || seed.Driver.Type != "raw":
 		t.Errorf("the seed disk is not a read-only raw virtio disk:\n%s", x)
 	}
+	if StateSerial != nodeagent.StateSerial {
+		t.Fatalf("the state disk's serial %q is not the one the node agent looks for (%q)", StateSerial, nodeagent.StateSerial)
+	}
+	var state *libvirtxml.DomainDisk
+	for i, disk := range def.Devices.Disks {
+		if disk.Serial == StateSerial {
+			state = &def.Devices.Disks[i]
+		}
+	}
+	switch {
+	case state == nil:
+		t.Errorf("no disk with serial %s in\n%s", StateSerial, x)
+	case state.ReadOnly != nil || state.Target.Bus != "virtio" || state.Driver.Type != "raw" || state.Source.Volume == nil || state.Source.Volume.Volume != stateVolume(name):
+		t.Errorf("the state disk is not a writable raw virtio disk of volume %s:\n%s", stateVolume(name), x)
+	}
 
 	pool, err := l.StoragePoolLookupByName(fixture.pool)
 	if err != nil {
@@ -261,6 +279,11 @@ func TestSeed(t *testing.T) {
 		t.Fatal(err)
 	}
 	iso := readVolume(t, l, vol)
+	if sv, err := l.StorageVolLookupByName(pool, stateVolume(name)); err != nil {
+		t.Error(err)
+	} else if data := readVolume(t, l, sv); len(data) != stateVolumeSize || !bytes.Equal(data, make([]byte, stateVolumeSize)) {
+		t.Errorf("the new state volume is %d bytes, not %d zeroes", len(data), stateVolumeSize)
+	}
 	img, err := iso9660.OpenImage(bytes.NewReader(iso))
 	if err != nil {
 		t.Fatal(err)
@@ -357,4 +380,67 @@ func readVolume(t *testing.T, l *golibvirt.Libvirt, vol golibvirt.StorageVol) []
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestStoppedDomainIsNotReadAsNeverStarted: libvirt forgets why a domain
+// is shut off when libvirtd restarts (the reason reads "unknown", as for a
+// domain defined and never started). A domain the driver started once is
+// still reported stopped (FailedPrecondition, so the Machine fails), not
+// NotFound (which would make the Machine controller start it again); a
+// domain a create defined and never started is still NotFound. The
+// restart is simulated by defining the stopped domain anew from its
+// definition, which is how libvirtd loads it at start.
+func TestStoppedDomainIsNotReadAsNeverStarted(t *testing.T) {
+	l := libvirtConn(t)
+	d := newDriver(t)
+	cl := class("started", imageSpec())
+	m := machine("started")
+	name := domainName(m)
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
+	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	dom, err := l.DomainLookupByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DomainDestroy(dom); err != nil {
+		t.Fatal(err)
+	}
+	x, err := l.DomainGetXMLDesc(dom, golibvirt.DomainXMLInactive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DomainUndefineFlags(dom, 0); err != nil {
+		t.Fatal(err)
+	}
+	if dom, err = l.DomainDefineXML(x); err != nil {
+		t.Fatal(err)
+	}
+	if state, reason, err := l.DomainGetState(dom, 0); err != nil || golibvirt.DomainState(state) != golibvirt.DomainShutoff || golibvirt.DomainShutoffReason(reason) != golibvirt.DomainShutoffUnknown {
+		t.Fatalf("the redefined domain is in state %d reason %d (%v), want shut off for an unknown reason", state, reason, err)
+	}
+	_, err = d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition {
+		t.Errorf("GetMachineStatus of a started domain shut off for an unknown reason: %v, want FailedPrecondition", err)
+	}
+
+	// Defined by a create that stopped before the start.
+	never := machine("never")
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: never, MachineClass: cl}) })
+	c, err := d.conns.get(ctx(t), DefaultURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := d.classSpec(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.define(ctx(t), c, s, &driver.CreateMachineRequest{Machine: never, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: never, MachineClass: cl})
+	if driver.CodeOf(err) != driver.NotFound {
+		t.Errorf("GetMachineStatus of a domain defined and never started: %v, want NotFound", err)
+	}
 }

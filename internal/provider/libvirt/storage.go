@@ -105,6 +105,27 @@ func (c *conn) createSeed(pool golibvirt.StoragePool, name string, iso []byte) e
 	return nil
 }
 
+// createState makes the state volume: size bytes of zeroes (which the node
+// agent reads as "no state"), replacing a volume of that name left by an
+// interrupted create, whose state was never a running domain's.
+func (c *conn) createState(pool golibvirt.StoragePool, name string, size uint64) error {
+	if err := c.deleteVolume(pool, name); err != nil {
+		return err
+	}
+	x, err := (&libvirtxml.StorageVolume{
+		Name:     name,
+		Capacity: &libvirtxml.StorageVolumeSize{Value: size, Unit: "bytes"},
+		Target:   &libvirtxml.StorageVolumeTarget{Format: &libvirtxml.StorageVolumeTargetFormat{Type: "raw"}},
+	}).Marshal()
+	if err != nil {
+		return err
+	}
+	if _, err := c.l.StorageVolCreateXML(pool, x, 0); err != nil {
+		return c.errorf(err, "creating the state volume %s/%s", pool.Name, name)
+	}
+	return nil
+}
+
 // image is a base volume VMs boot from.
 type image struct {
 	path, format string

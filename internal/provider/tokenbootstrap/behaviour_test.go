@@ -21,11 +21,12 @@ import (
 )
 
 // An owned config gets a bootstrap token in kube-system and a user-data
-// Secret that joins the VM with it, and reports them on the contract's
-// fields.
+// Secret that joins the VM with it and says the Machine's spec.version,
+// and reports them on the contract's fields.
 func TestTokenAndUserDataAreMade(t *testing.T) {
 	startController(t)
-	o := newOwned(t, nil)
+	const version = "v1.36.3"
+	o := newOwned(t, func(_ *bootstrapv1.TokenBootstrapConfig, m *v1alpha1.Machine) { m.Spec.Version = version })
 	start := time.Now()
 	o.eventually("to be ready", ready)
 
@@ -70,6 +71,24 @@ func TestTokenAndUserDataAreMade(t *testing.T) {
 		t.Errorf("user-data Secret's token %q, the token Secret's %q", data.Data[bootstrapv1.DataSecretTokenKey], token)
 	}
 	checkUserData(t, data.Data[bootstrapv1.DataSecretKey], testDefaults(t), token, o.m.Name)
+	if got := userDataFile(t, data.Data[bootstrapv1.DataSecretKey], VersionPath); got != version+"\n" {
+		t.Errorf("%s in the user data = %q, want the Machine's spec.version %q", VersionPath, got, version)
+	}
+}
+
+// userDataFile is the content of the user data's write_files entry path.
+func userDataFile(t *testing.T, ud []byte, path string) string {
+	t.Helper()
+	var doc cloudConfig
+	if err := yaml.Unmarshal(ud, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.WriteFiles {
+		if f.Path == path {
+			return f.Content
+		}
+	}
+	return ""
 }
 
 // checkUserData parses the cloud-config and checks that it joins as node

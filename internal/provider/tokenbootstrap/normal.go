@@ -38,6 +38,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	if s.joined() {
 		return r.reconcileJoined(ctx, s)
 	}
+	// The user data carries the Machine's spec.version, rendered once: the
+	// Machine itself must be read first (the Machine watch brings the
+	// config back once it is in the cache).
+	if s.Machine == nil {
+		s.SetReady(metav1.ConditionFalse, bootstrapv1.ReadyReasonWaitingForOwner,
+			fmt.Sprintf("waiting to read Machine %s", s.Owner.Name))
+		return ctrl.Result{}, nil
+	}
 	server, ca, problem := joinSettings(&s.cfg.Spec, r.Defaults)
 	if problem != "" {
 		s.Fail(bootstrapv1.FailureReasonInvalidConfiguration, problem)
@@ -82,7 +90,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if data == nil {
 		token := bootstraptoken.Token(id, secret)
-		ud, err := UserData(JoinData{Server: server, CA: ca, Token: token, NodeName: s.Owner.Name})
+		ud, err := UserData(JoinData{Server: server, CA: ca, Token: token, NodeName: s.Owner.Name, Version: s.Machine.Spec.Version})
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("rendering the user data: %w", err)
 		}

@@ -18,6 +18,11 @@ const (
 	caPath                  = "/etc/kubernetes/pki/ca.crt"
 	kubeletDropInPath       = "/etc/systemd/system/kubelet.service.d/10-millwright-bootstrap.conf"
 	kubeletPath             = "/usr/bin/kubelet"
+	// VersionPath holds the Machine's spec.version (one line, e.g.
+	// v1.36.3) when it has one: the Kubernetes version the node is to
+	// run. An image's own tooling may read it; millwright-node-agent
+	// reports it as its kubeletVersion (docs/providers/node-agent.md).
+	VersionPath = "/etc/millwright/kubernetes-version"
 )
 
 // cloudConfigHeader starts every cloud-config document; cloud-init
@@ -33,6 +38,8 @@ type JoinData struct {
 	Token string
 	// NodeName is the Node's name: the Machine's.
 	NodeName string
+	// Version is the Machine's spec.version; empty renders no VersionPath.
+	Version string
 }
 
 // cloudConfig is the subset of cloud-init's schema the user data uses.
@@ -51,12 +58,14 @@ type cloudFile struct {
 // userData renders the cloud-init document that joins the VM: a bootstrap
 // kubeconfig with the token, the CA, a kubelet drop-in that starts the
 // kubelet with --bootstrap-kubeconfig under the Machine's name, and the
-// commands that start it. The kubelet trades the token for a client
+// commands that start it, and the Machine's spec.version in VersionPath
+// when it has one. The kubelet trades the token for a client
 // certificate (the CSR is approved by whatever approves the cluster's
 // kubelet CSRs) and writes its own kubeconfig. millwright-node-agent
 // (internal/nodeagent, whose tests render with this function) reads the
 // bootstrap kubeconfig's write_files entry and --hostname-override from
-// it: see docs/providers/node-agent.md before changing either.
+// it, and VersionPath (the Machine's spec.version): see
+// docs/providers/node-agent.md before changing any of them.
 func UserData(d JoinData) ([]byte, error) {
 	kubeconfig, err := bootstrapKubeconfig(d)
 	if err != nil {
@@ -79,6 +88,9 @@ func UserData(d JoinData) ([]byte, error) {
 	// it), so the kubelet starts with these flags and no others.
 	dropIn := fmt.Sprintf("[Service]\nExecStart=\nExecStart=%s\n", strings.Join(args, " "))
 	files = append(files, cloudFile{Path: kubeletDropInPath, Owner: "root:root", Permissions: "0644", Content: dropIn})
+	if d.Version != "" {
+		files = append(files, cloudFile{Path: VersionPath, Owner: "root:root", Permissions: "0644", Content: d.Version + "\n"})
+	}
 	doc, err := yaml.Marshal(cloudConfig{
 		WriteFiles: files,
 		RunCmd: [][]string{

@@ -62,6 +62,9 @@ func TestUserDataWithoutCA(t *testing.T) {
 	if strings.Contains(string(ud), "--client-ca-file") {
 		t.Errorf("user data without a CA refers to one:\n%s", ud)
 	}
+	if strings.Contains(string(ud), VersionPath) {
+		t.Errorf("user data of a Machine without spec.version names %s:\n%s", VersionPath, ud)
+	}
 	d := testDefaults(t)
 	if !validPEM(d.CABundle) || validPEM([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")) || validPEM(append(d.CABundle, "junk"...)) {
 		t.Error("validPEM is wrong")
