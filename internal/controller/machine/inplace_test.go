@@ -228,11 +228,13 @@ func TestInPlaceUpdateTimeout(t *testing.T) {
 
 // A manager restarted while the Node's agent works resumes from the
 // status: the agent's answer, given while no manager ran, finishes the
-// update — it is neither started again nor handed to the agent again.
+// update, which is not started again — the driver, which had applied the
+// class before the restart, is not called again.
 func TestInPlaceResumesAfterRestart(t *testing.T) {
 	h := newHarness(t, nil)
 	h.Class("c1", simSpec)
-	w := newInPlaceWorld(h, classSpec("c1", "v1.36.3"), classSpec("c1", "v1.36.4"), nil, "m")
+	h.Class("c2", `{"region":"local","zones":["local-a","local-b"],"tags":{"team":"payments"}}`)
+	w := newInPlaceWorld(h, classSpec("c1", "v1.36.3"), classSpec("c2", "v1.36.4"), nil, "m")
 	w.pick("m")
 	waitHandedOver(h, "m", "v1.36.4")
 	started := h.Get("m").Status.InPlaceUpdate.StartedAt
@@ -248,6 +250,9 @@ func TestInPlaceResumesAfterRestart(t *testing.T) {
 	m := w.expectMoved(t, "m")
 	if !m.Status.InPlaceUpdate.StartedAt.Equal(started) {
 		t.Errorf("the update started again at %s (first at %s)", m.Status.InPlaceUpdate.StartedAt, started)
+	}
+	if vm := h.VMs("m")[0]; vm.Updates != 1 || vm.ClassName != "c2" {
+		t.Errorf("the VM got %d updates (class %s); want the one made before the restart", vm.Updates, vm.ClassName)
 	}
 	h.Eventually(10*time.Second, "the Node uncordoned", func() (bool, error) { return !nodeOf(h, "m").Spec.Unschedulable, nil })
 }
