@@ -200,17 +200,28 @@ func (r *Reconciler) endInPlace(s *scope, phase v1alpha1.InPlaceUpdatePhase, mes
 // inPlaceIdle is a Machine without a target: after a move, or after a
 // person removed the annotation of an update that failed (a retry) or
 // still ran (abandoned). Only what this controller did is undone: its own
-// cordon and the Node's update keys.
+// cordon and the Node's update keys — and only on the Node of a Machine
+// that had an update, so keys a person or a test puts on another Node for
+// its agent are left alone. The Node first: the status is cleared once
+// the Node is released, so a failed write is tried again.
 func (r *Reconciler) inPlaceIdle(ctx context.Context, s *scope) (reconcile.Result, error) {
 	m := s.machine
-	if u := m.Status.InPlaceUpdate; u != nil && u.Phase != v1alpha1.InPlaceSucceeded {
+	u := m.Status.InPlaceUpdate
+	ours := s.node != nil && s.node.Annotations[v1alpha1.NodeInPlaceCordonAnnotation] != ""
+	if u == nil && !ours {
+		return reconcile.Result{}, nil
+	}
+	if err := r.releaseNodeFromUpdate(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	if u != nil && u.Phase != v1alpha1.InPlaceSucceeded {
 		s.event(corev1.EventTypeNormal, ReasonInPlaceCleared, fmt.Sprintf(
 			"the %s annotation was removed: the in-place update to MachineSet %s (%s) is cleared and the Node uncordoned",
 			v1alpha1.InPlaceTargetAnnotation, u.TargetSet, u.Phase))
 		m.Status.InPlaceUpdate = nil
 		meta.RemoveStatusCondition(&m.Status.Conditions, v1alpha1.InPlaceUpdateCondition)
 	}
-	return reconcile.Result{}, r.releaseNodeFromUpdate(ctx, s)
+	return reconcile.Result{}, nil
 }
 
 // inPlaceInProgress reports whether the Machine is being updated in place

@@ -127,6 +127,24 @@ func TestInPlaceFailedThenRetriedByRemovingTheAnnotation(t *testing.T) {
 	h.ExpectEvent(machine.ReasonInPlaceCleared, "m")
 }
 
+// A transient driver error is retried with the backoff: the update goes
+// through on the third call.
+func TestInPlaceRetriesTransientDriverErrors(t *testing.T) {
+	h := newHarness(t, nil)
+	h.Class("c1", simSpec)
+	h.Class("c2", `{"region":"local","zones":["local-a","local-b"],"tags":{"x":"y"},"faults":{"update":{"code":"Unavailable","count":2}}}`)
+	w := newInPlaceWorld(h, classSpec("c1", ""), classSpec("c2", ""), nil, "m")
+	w.pick("m")
+	h.Eventually(30*time.Second, "the Machine to move", func() (bool, error) {
+		return h.Get("m").Annotations[v1alpha1.InPlaceTargetAnnotation] == "", nil
+	})
+	w.expectMoved(t, "m")
+	if vm := h.VMs("m")[0]; vm.Updates != 1 || vm.Tags["x"] != "y" {
+		t.Errorf("VM: %d updates, tags %v; want the third call applied", vm.Updates, vm.Tags)
+	}
+	h.ExpectEvent("UpdateFailed", "m")
+}
+
 // The node path: the Node is handed the target version, the test plays
 // the node agent, and the Machine moves once the Node runs it; the
 // Machine's status.nodeVersion follows the Node's kubeletVersion. No
