@@ -117,16 +117,15 @@ func (r *Reconciler) advanceInPlace(s *scope, u *v1alpha1.InPlaceUpdateStatus) {
 	switch u.Phase {
 	case v1alpha1.InPlaceDraining:
 		u.Phase, u.Drain = v1alpha1.InPlaceUpdating, nil
-		u.Message = "applying MachineClass " + u.Class + " to the VM"
+		u.Message = "drained; applying MachineClass " + orNone(u.Class) + " to the VM where it differs"
 	case v1alpha1.InPlaceUpdating:
 		u.Phase = v1alpha1.InPlaceWaitingForNode
-		u.Message = "waiting for the Node to run " + u.Version
+		u.Message = "the VM has MachineClass " + orNone(u.Class) + "; the Node is to run version " + orNone(u.Version)
 	case v1alpha1.InPlaceWaitingForNode:
 		u.Phase = v1alpha1.InPlaceSucceeded
 		u.FinishedAt = &metav1.Time{Time: r.now()} // the reconcile's clock may be a driver call behind
 		u.Message = fmt.Sprintf("updated in place in %s; moving to MachineSet %s", u.FinishedAt.Sub(u.StartedAt.Time).Round(time.Second), u.TargetSet)
 		s.setCondition(v1alpha1.InPlaceUpdateCondition, metav1.ConditionTrue, ReasonInPlaceSucceeded, u.Message)
-		observeInPlaceUpdate(v1alpha1.InPlaceSucceeded, u.FinishedAt.Sub(u.StartedAt.Time))
 		return
 	}
 	s.setCondition(v1alpha1.InPlaceUpdateCondition, metav1.ConditionUnknown, ReasonInPlaceUpdating, string(u.Phase)+": "+u.Message)

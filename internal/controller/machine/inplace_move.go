@@ -82,6 +82,7 @@ func (r *Reconciler) moveToTarget(ctx context.Context, s *scope) (reconcile.Resu
 	// the old class) is stale now: the next reconcile starts afresh.
 	s.stop = true
 	u = m.Status.InPlaceUpdate
+	observeInPlaceUpdate(v1alpha1.InPlaceSucceeded, u.FinishedAt.Sub(u.StartedAt.Time)) // once: the annotation is gone
 	u.Message = "moved to MachineSet " + set.Name
 	s.event(corev1.EventTypeNormal, ReasonInPlaceSucceeded, fmt.Sprintf("updated in place to MachineSet %s (class %s, version %s) in %s",
 		set.Name, orNone(u.Class), orNone(u.Version), u.FinishedAt.Sub(u.StartedAt.Time).Round(time.Second)))

@@ -34,6 +34,7 @@ func TestInPlaceDriverPathMovesTheMachine(t *testing.T) {
 	// A person cordoned b's Node before the update.
 	editNode(h, "b", func(n *corev1.Node) { n.Spec.Unschedulable = true }, false)
 	providerID := h.Get("a").Spec.ProviderID
+	succeeded := machine.InPlaceUpdates(v1alpha1.InPlaceSucceeded)
 
 	w.pick("a")
 	w.pick("b")
@@ -69,6 +70,9 @@ func TestInPlaceDriverPathMovesTheMachine(t *testing.T) {
 		return !a.Spec.Unschedulable && !aMark && b.Spec.Unschedulable && !bMark, nil
 	})
 	h.ExpectEvent(machine.ReasonInPlaceSucceeded, "a")
+	if n := machine.InPlaceUpdates(v1alpha1.InPlaceSucceeded) - succeeded; n != 2 {
+		t.Errorf("millwright_machine_inplace_update_duration_seconds counted %d successes; want 2", n)
+	}
 }
 
 // FailedPrecondition from UpdateMachine (here: another image, which a
@@ -80,8 +84,12 @@ func TestInPlaceRefusedByTheDriver(t *testing.T) {
 	h.Class("c1", `{"region":"local","zones":["local-a"],"image":"ubuntu-24.04"}`)
 	h.Class("c2", `{"region":"local","zones":["local-a"],"image":"ubuntu-26.04"}`)
 	w := newInPlaceWorld(h, classSpec("c1", ""), classSpec("c2", ""), nil, "m")
+	refused := machine.InPlaceUpdates(v1alpha1.InPlaceRefused)
 	w.pick("m")
 	m := waitUpdate(h, "m", v1alpha1.InPlaceRefused, 30*time.Second)
+	if n := machine.InPlaceUpdates(v1alpha1.InPlaceRefused) - refused; n != 1 {
+		t.Errorf("millwright_machine_inplace_update_duration_seconds counted %d refusals; want 1", n)
+	}
 	if m.Spec.Class.Name != "c1" || metav1.GetControllerOf(m).UID != w.s1.UID || m.Annotations[v1alpha1.InPlaceTargetAnnotation] != w.s2.Name {
 		t.Errorf("a refused Machine moved: class %s, owner %+v, annotations %v", m.Spec.Class.Name, m.OwnerReferences, m.Annotations)
 	}
