@@ -190,6 +190,11 @@ const (
 	// NodeUpdateMessageAnnotation on a Node is the agent's reason for a
 	// failed update, for people.
 	NodeUpdateMessageAnnotation = GroupName + "/update-message"
+	// NodeInPlaceCordonAnnotation "true" on a Node says the machine
+	// controller cordoned it for an in-place update: only then does it
+	// uncordon the Node when the update ends, so a cordon someone else set
+	// before is never undone.
+	NodeInPlaceCordonAnnotation = GroupName + "/in-place-cordoned"
 )
 
 // The values of NodeUpdateLabel.

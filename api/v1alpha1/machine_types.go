@@ -158,6 +158,11 @@ const (
 	// its owner neither deletes nor counts it, its Node is cordoned and tainted.
 	// False when preservation was asked but expired or the request is invalid.
 	PreservedCondition = "Preserved"
+	// InPlaceUpdateCondition: how the Machine's in-place update
+	// (status.inPlaceUpdate, docs/in-place-updates.md) stands: Unknown
+	// while it runs, True once it succeeded, False when it failed or the
+	// driver refused it (the reason says which).
+	InPlaceUpdateCondition = "InPlaceUpdate"
 )
 
 // Reasons of the Preserved condition.
@@ -341,6 +346,12 @@ type InPlaceUpdateStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// Drain is the progress of the Node's drain while the phase is
+	// Draining, so a restarted manager resumes it (eviction rounds, the
+	// volume wait) instead of starting over.
+	// +optional
+	Drain *DrainStatus `json:"drain,omitempty"`
 }
 
 // Machine is one VM (or bare-metal host) that becomes one Node. Millwright

@@ -33,6 +33,13 @@ const (
 	// CollectOrphans: several VMs claim the Machine; trigger the orphan VM
 	// collection, then retry.
 	CollectOrphans Action = "CollectOrphans"
+	// Replace: the driver cannot make this change to a running VM
+	// (UpdateMachine FailedPrecondition: a new image, another zone); only a
+	// new Machine can have it. An in-place update is Refused and the
+	// MachineDeployment replaces the Machine instead; a hot update of a
+	// class edited in place is recorded and not retried until the class
+	// changes again (docs/driver-errors.md).
+	Replace Action = "Replace"
 	// Terminal: the call will not succeed without a person changing
 	// something. During creation the Machine is marked Failed (and
 	// replaced); during deletion it stays Terminating, reports the error and
@@ -167,7 +174,8 @@ var recoveryTable = map[driver.Method]map[driver.Code]Outcome{
 		driver.Unavailable:      row(Retry, true, retryLater),
 	},
 	// UpdateMachine has no table in the original; it follows the same shape.
-	// Terminal here records the failure and waits for the next class change.
+	// Terminal here records the failure and waits for the next class change
+	// (an in-place update: Failed); Replace is FailedPrecondition.
 	driver.MethodUpdateMachine: {
 		driver.OK:               row(Continue, false, ""),
 		driver.Canceled:         row(Retry, false, cancelledCleanup),
@@ -179,6 +187,9 @@ var recoveryTable = map[driver.Method]map[driver.Code]Outcome{
 		driver.Unimplemented:    row(SkipStep, false, "Hot update is not supported by this driver; the change stays unapplied and is offered again after the backoff"),
 		driver.Internal:         row(Terminal, false, manualFix),
 		driver.Unavailable:      row(Retry, true, retryLater),
+		// The driver's way of saying "not on a running VM": the one code
+		// that makes an in-place update replace the Machine.
+		driver.FailedPrecondition: row(Replace, false, "This change cannot be applied to a running VM; replace the Machine"),
 	},
 }
 

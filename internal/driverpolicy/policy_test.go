@@ -120,6 +120,8 @@ func TestNextSteps(t *testing.T) {
 		{driver.MethodListMachines, driver.Unimplemented, driverpolicy.SkipStep},
 		{driver.MethodGetVolumeIDs, driver.Unimplemented, driverpolicy.SkipStep},
 		{driver.MethodUpdateMachine, driver.Unimplemented, driverpolicy.SkipStep},
+		{driver.MethodUpdateMachine, driver.FailedPrecondition, driverpolicy.Replace},
+		{driver.MethodUpdateMachine, driver.Internal, driverpolicy.Terminal},
 		// Codes a method's table does not list fall back to their general meaning.
 		{driver.MethodDeleteMachine, driver.ResourceExhausted, driverpolicy.RetryLong},
 		{driver.MethodInitializeMachine, driver.Unavailable, driverpolicy.Retry},

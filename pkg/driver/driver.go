@@ -52,9 +52,17 @@ type Driver interface {
 	// IDs, so the drain can wait for each volume to detach. Optional.
 	GetVolumeIDs(ctx context.Context, req *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error)
 
-	// UpdateMachine applies the hot-updatable fields of the class's
-	// providerSpec (tags, ...) to an existing VM without replacing it.
-	// Optional.
+	// UpdateMachine applies the class's providerSpec to an existing VM
+	// without replacing it: the fields a cloud can change on a running VM
+	// (tags, ...; an instance size, with a restart). The class may be
+	// another one than the VM was made from (an in-place update moves a
+	// Machine to its new MachineSet's class): afterwards the VM belongs to
+	// that class, and ListMachines lists it under that class. A change
+	// the VM cannot take while it exists (a new image, another zone) is
+	// answered FailedPrecondition, before anything is changed: the
+	// Machine is then replaced instead (docs/driver-errors.md). It must be
+	// idempotent: after a restart it may be called again with the same
+	// request. Optional.
 	UpdateMachine(ctx context.Context, req *UpdateMachineRequest) (*UpdateMachineResponse, error)
 
 	// GetPluginInfo names the driver and says which optional methods it

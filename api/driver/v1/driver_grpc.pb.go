@@ -71,7 +71,10 @@ type DriverClient interface {
 	ListMachines(ctx context.Context, in *ListMachinesRequest, opts ...grpc.CallOption) (*ListMachinesResponse, error)
 	// GetVolumeIDs maps persistent volume specs to provider volume IDs. Optional.
 	GetVolumeIDs(ctx context.Context, in *GetVolumeIDsRequest, opts ...grpc.CallOption) (*GetVolumeIDsResponse, error)
-	// UpdateMachine applies hot-updatable providerSpec fields to a VM in place. Optional.
+	// UpdateMachine applies the class's providerSpec to a running VM in place
+	// (possibly another class than the VM's: an in-place update). A change the
+	// VM cannot take while it exists is answered FAILED_PRECONDITION: the
+	// Machine is replaced instead. Optional.
 	UpdateMachine(ctx context.Context, in *UpdateMachineRequest, opts ...grpc.CallOption) (*UpdateMachineResponse, error)
 	// GetPluginInfo names the driver and lists the optional rpcs it implements.
 	GetPluginInfo(ctx context.Context, in *GetPluginInfoRequest, opts ...grpc.CallOption) (*GetPluginInfoResponse, error)
@@ -186,7 +189,10 @@ type DriverServer interface {
 	ListMachines(context.Context, *ListMachinesRequest) (*ListMachinesResponse, error)
 	// GetVolumeIDs maps persistent volume specs to provider volume IDs. Optional.
 	GetVolumeIDs(context.Context, *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error)
-	// UpdateMachine applies hot-updatable providerSpec fields to a VM in place. Optional.
+	// UpdateMachine applies the class's providerSpec to a running VM in place
+	// (possibly another class than the VM's: an in-place update). A change the
+	// VM cannot take while it exists is answered FAILED_PRECONDITION: the
+	// Machine is replaced instead. Optional.
 	UpdateMachine(context.Context, *UpdateMachineRequest) (*UpdateMachineResponse, error)
 	// GetPluginInfo names the driver and lists the optional rpcs it implements.
 	GetPluginInfo(context.Context, *GetPluginInfoRequest) (*GetPluginInfoResponse, error)

@@ -162,7 +162,8 @@ func (c *creates) forget(uid types.UID) {
 // last write (a providerID just recorded, a failure just counted) could
 // make a second VM where a cloud does not list its new VM at once; a read
 // of the Machine costs no write, unlike the status write that used to
-// catch this as a Conflict (see driverInfra.create).
+// catch this as a Conflict (see driverInfra.create). An in-place update's
+// UpdateMachine is guarded the same way (inPlaceDriver).
 func (r *Reconciler) createsFromCurrent(ctx context.Context, s *scope) (bool, error) {
 	live := &v1alpha1.Machine{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s.machine), live); err != nil {

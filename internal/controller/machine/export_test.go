@@ -3,6 +3,8 @@ package machine
 import (
 	"context"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -32,3 +34,16 @@ func (r *Reconciler) CreateStarted(uid types.UID) bool {
 
 // OnPhaseChange sets what every phase change calls.
 func OnPhaseChange(f func(from, to v1alpha1.MachinePhase)) { phaseChangeHook = f }
+
+// JSONEqual compares two JSON documents by meaning, as the hot update does.
+func JSONEqual(a, b string) bool { return jsonEqual(a, b) }
+
+// InPlaceUpdates is how many in-place updates ended with result, by
+// millwright_machine_inplace_update_duration_seconds.
+func InPlaceUpdates(result v1alpha1.InPlaceUpdatePhase) uint64 {
+	var out dto.Metric
+	if err := inPlaceSeconds.WithLabelValues(string(result)).(interface{ Write(*dto.Metric) error }).Write(&out); err != nil {
+		return 0
+	}
+	return out.GetHistogram().GetSampleCount()
+}

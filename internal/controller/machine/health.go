@@ -89,6 +89,11 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 		// OwnerRemediated=False when it is to be replaced.
 		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
 	}
+	if inPlaceInProgress(m) {
+		// Drained and rebooting on purpose: the update's own timeout
+		// bounds this (docs/in-place-updates.md), not the health timeout.
+		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
+	}
 	deadline := m.Status.UnhealthySince.Add(s.life.healthTimeout)
 	if s.now.Before(deadline) {
 		return reconcile.Result{RequeueAfter: until(s.now, deadline)}, nil

@@ -30,6 +30,11 @@ var (
 		Help:    "Time a Node's drain took.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 	})
+	inPlaceSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "millwright_machine_inplace_update_duration_seconds",
+		Help:    "Time an in-place update took from its start (status.inPlaceUpdate.startedAt) to its end, by result: Succeeded, Failed or Refused (docs/in-place-updates.md).",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+	}, []string{"result"})
 	machinesDesc = prometheus.NewDesc("millwright_machines",
 		"Machines by namespace, phase (Unknown and Failed included) and MachineDeployment (empty for a Machine of none).",
 		[]string{"namespace", "phase", "deployment"}, nil)
@@ -38,13 +43,13 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(driverCallSeconds, createToRunningSeconds, drainSeconds)
+	metrics.Registry.MustRegister(driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds)
 }
 
 // Collectors returns this package's collectors, the phase gauge's with
 // reader, for the metrics reference (hack/metricsdoc) to describe.
 func Collectors(reader client.Reader) []prometheus.Collector {
-	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, phaseCollector{reader: reader}}
+	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, phaseCollector{reader: reader}}
 }
 
 func observeDriverCall(provider string, method driver.Method, code driver.Code, d time.Duration) {
@@ -58,6 +63,10 @@ func observePhaseChange(m *v1alpha1.Machine, from, to v1alpha1.MachinePhase, now
 }
 
 func observeDrain(d time.Duration) { drainSeconds.Observe(d.Seconds()) }
+
+func observeInPlaceUpdate(result v1alpha1.InPlaceUpdatePhase, d time.Duration) {
+	inPlaceSeconds.WithLabelValues(string(result)).Observe(d.Seconds())
+}
 
 // phaseCollector counts Machines by phase from the cache at scrape time,
 // so the gauge is always exact and costs nothing between scrapes.

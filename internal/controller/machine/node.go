@@ -42,6 +42,7 @@ func (r *Reconciler) findNode(ctx context.Context, s *scope) (reconcile.Result, 
 	}
 	s.node = node
 	m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: node.Name}
+	syncNodeVersion(s)
 	if node.Annotations[v1alpha1.NodeTriggerDeletionAnnotation] == "true" && !preserve.Held(m) {
 		// A preserved Machine is kept until its preservation ends (docs/preservation.md).
 		s.event(corev1.EventTypeNormal, "TriggerDeletion", "Node "+node.Name+" asks for its Machine to be replaced; deleting the Machine")

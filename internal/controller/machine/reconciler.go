@@ -199,7 +199,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (reconcile.R
 		r.syncNode,
 		r.reconcileHealth,
 		r.cleanupBootstrapToken,
-		func(ctx context.Context, s *scope) (reconcile.Result, error) { return infra.update(ctx, s) },
+		r.reconcileInPlace,
+		func(ctx context.Context, s *scope) (reconcile.Result, error) {
+			if s.machine.Annotations[v1alpha1.InPlaceTargetAnnotation] != "" {
+				// The in-place update applies the target class; the hot
+				// update of the current one waits until it has ended.
+				return reconcile.Result{}, nil
+			}
+			return infra.update(ctx, s)
+		},
 	)
 	return requeue.Soonest(remediation, requeue.Soonest(res, stepsRes)), err
 }

@@ -41,7 +41,7 @@ func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method d
 	case outcome.Action == driverpolicy.Terminal && (op == v1alpha1.OperationCreate || op == v1alpha1.OperationInitialize):
 		s.fail(FailureCreateError, message)
 		return reconcile.Result{}
-	case outcome.Action == driverpolicy.Terminal && op == v1alpha1.OperationUpdate:
+	case (outcome.Action == driverpolicy.Terminal || outcome.Action == driverpolicy.Replace) && op == v1alpha1.OperationUpdate:
 		return reconcile.Result{} // retried when the class changes again
 	}
 	n := s.machine.Status.LastOperation.FailureCount
@@ -51,7 +51,7 @@ func (r *Reconciler) failed(s *scope, op v1alpha1.MachineOperationType, method d
 }
 
 func (r *Reconciler) retryAfter(failures int32, action driverpolicy.Action) time.Duration {
-	if action == driverpolicy.RetryLong || action == driverpolicy.Terminal {
+	if action == driverpolicy.RetryLong || action == driverpolicy.Terminal || action == driverpolicy.Replace {
 		return backoff(failures, r.Config.LongBackoffBase, r.Config.LongBackoffCap)
 	}
 	return backoff(failures, r.Config.BackoffBase, r.Config.BackoffCap)

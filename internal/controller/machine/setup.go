@@ -142,12 +142,17 @@ type essence struct {
 	Labels, Annotations map[string]string
 	Taints              []corev1.Taint
 	ProviderID          string
+	Unschedulable       bool
+	KubeletVersion      string
 	Conditions          map[corev1.NodeConditionType]corev1.ConditionStatus
 	Deleting            bool
 }
 
 func nodeEssence(n *corev1.Node) essence {
+	// The kubelet version is status.nodeVersion, and what an in-place
+	// update waits for.
 	e := essence{Labels: n.Labels, Annotations: n.Annotations, Taints: n.Spec.Taints, ProviderID: n.Spec.ProviderID,
+		Unschedulable: n.Spec.Unschedulable, KubeletVersion: n.Status.NodeInfo.KubeletVersion,
 		Conditions: map[corev1.NodeConditionType]corev1.ConditionStatus{}, Deleting: !n.DeletionTimestamp.IsZero()}
 	for _, c := range n.Status.Conditions {
 		e.Conditions[c.Type] = c.Status

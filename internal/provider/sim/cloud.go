@@ -171,6 +171,7 @@ func (c *Cloud) createLocked(p createParams) (*VM, bool, error) {
 		Region:              p.spec.region,
 		Zone:                zone,
 		InstanceType:        p.spec.instanceType.Name,
+		Image:               p.spec.image,
 		Namespace:           p.namespace,
 		MachineName:         p.machine,
 		ClassName:           p.class,
@@ -237,6 +238,28 @@ func (c *Cloud) addLocked(vm *VM) {
 	if ip, ok := parseIPv4(vm.InternalIP); ok {
 		c.ips[ip] = vm.ID
 	}
+}
+
+// moveClassLocked makes vm a VM of class (an in-place update to another
+// class): ListMachines of that class lists it, zone spreading counts it there.
+func (c *Cloud) moveClassLocked(vm *VM, class string) {
+	if vm.ClassName == class {
+		return
+	}
+	from, to := machineKey(vm.Namespace, vm.ClassName), machineKey(vm.Namespace, class)
+	delete(c.byClass[from], vm.ID)
+	c.zoneLoad[from][vm.Zone]--
+	if len(c.byClass[from]) == 0 {
+		delete(c.byClass, from)
+		delete(c.zoneLoad, from)
+	}
+	if c.byClass[to] == nil {
+		c.byClass[to] = map[string]struct{}{}
+		c.zoneLoad[to] = map[string]int{}
+	}
+	c.byClass[to][vm.ID] = struct{}{}
+	c.zoneLoad[to][vm.Zone]++
+	vm.ClassName = class
 }
 
 // removeLocked deletes a VM and records when in its history entry.

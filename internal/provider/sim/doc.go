@@ -29,7 +29,19 @@
 // killed VM still exists and is reported. DeleteMachine of a VM that does
 // not exist is OK. UpdateMachine applies tags three ways: tags the last
 // applied providerSpec had and the class dropped are removed, others'
-// tags kept; it records the providerSpec as applied on the VM.
+// tags kept; it records the providerSpec as applied on the VM. It may be
+// given another class than the VM's (an in-place update,
+// docs/in-place-updates.md): the VM then belongs to that class. What a
+// running VM cannot take it refuses with FailedPrecondition before
+// changing anything, and the Machine is replaced instead: another region,
+// a zone list without the VM's zone, another image, another instance type
+// (a resize would change the Node's capacity, which the sim's "kubelet"
+// reports only at registration). bootDelay, bootJitter,
+// requireInitialization and faults are taken as they are: they only
+// matter to new VMs or to the simulation. To make an update fail for a
+// test, use faults.update: {"code":"Internal"} fails it for good (an
+// in-place update ends Failed), {"code":"Unavailable","count":2} fails it
+// twice and then lets it through.
 // lastKnownState names the VM, and calls use it to pick the Machine's VM
 // before its providerID is set.
 // GetVolumeIDs returns the volume handles of CSI volumes of driver
@@ -46,6 +58,7 @@
 //	  "region": "local",                  // required, a DNS label
 //	  "zones": ["local-a", "local-b"],    // required, DNS labels, no repeats
 //	  "instanceType": "sim.small",        // sim.small (default), sim.medium, sim.large, sim.xlarge, sim.arm
+//	  "image": "ubuntu-24.04",            // free-form; a running VM's image cannot change (FailedPrecondition)
 //	  "tags": {"team": "infra"},          // hot-updatable through UpdateMachine
 //	  "bootDelay": "2s",                  // creation until the Node registers (durations: 0 to 1h)
 //	  "bootJitter": "1s",                 // plus up to this much, per VM

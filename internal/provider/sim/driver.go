@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -291,9 +292,18 @@ func (s *Sim) GetVolumeIDs(ctx context.Context, req *driver.GetVolumeIDsRequest)
 	return &driver.GetVolumeIDsResponse{VolumeIDs: ids}, nil
 }
 
-// UpdateMachine applies the class's tags to the VM: tags the last applied
-// providerSpec had and the class dropped are removed, tags someone else
-// put on the VM are kept. It records the providerSpec as applied.
+// UpdateMachine applies the class's providerSpec to the running VM, as a
+// cloud can: tags three ways (tags the last applied providerSpec had and
+// the class dropped are removed, tags someone else put on the VM are
+// kept); bootDelay, bootJitter, requireInitialization and faults only
+// matter to new VMs or to the simulation and are taken as they are. What
+// a running VM cannot take is refused with FailedPrecondition before
+// anything changes, so the Machine is replaced instead: another region,
+// a zone list without the VM's zone, another image, another instance type
+// (a resize changes the Node's capacity, which the sim's "kubelet"
+// reports only at registration). The class may be another one than the
+// VM's (an in-place update): the VM then belongs to it. The providerSpec
+// is recorded as applied.
 func (s *Sim) UpdateMachine(ctx context.Context, req *driver.UpdateMachineRequest) (*driver.UpdateMachineResponse, error) {
 	if req == nil {
 		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
@@ -325,6 +335,10 @@ func (s *Sim) UpdateMachine(ctx context.Context, req *driver.UpdateMachineReques
 		return nil, driver.Errorf(driver.InvalidArgument, "VM %s belongs to Machine %s/%s, not %s", req.ProviderID, vm.Namespace, vm.MachineName, c.key)
 	}
 	if vm != nil {
+		if why := notInPlace(vm, c.spec); why != "" {
+			s.cloud.mu.Unlock()
+			return nil, driver.Errorf(driver.FailedPrecondition, "VM %s cannot take MachineClass %s while it runs: %s; replace the Machine", vm.ID, c.class.Name, why)
+		}
 		tags := cloneMap(vm.Tags)
 		if tags == nil {
 			tags = map[string]string{}
@@ -338,6 +352,7 @@ func (s *Sim) UpdateMachine(ctx context.Context, req *driver.UpdateMachineReques
 			tags[k] = val
 		}
 		vm.Tags = cloneMap(tags)
+		s.cloud.moveClassLocked(vm, c.class.Name)
 		vm.AppliedProviderSpec = compactJSON(c.class.Spec.ProviderSpec.Raw)
 		vm.Updates++
 	}
@@ -350,6 +365,28 @@ func (s *Sim) UpdateMachine(ctx context.Context, req *driver.UpdateMachineReques
 		return nil, v.err
 	}
 	return &driver.UpdateMachineResponse{}, nil
+}
+
+// notInPlace says which change of spec a running vm cannot take, or "".
+func notInPlace(vm *VM, spec *classSpec) string {
+	switch {
+	case spec.region != vm.Region:
+		return fmt.Sprintf("providerSpec.region: the VM runs in region %s, not %s", vm.Region, spec.region)
+	case !slices.Contains(spec.zones, vm.Zone):
+		return fmt.Sprintf("providerSpec.zones: the VM runs in zone %s, which is not one of %s", vm.Zone, strings.Join(spec.zones, ", "))
+	case spec.image != vm.Image:
+		return fmt.Sprintf("providerSpec.image: the VM booted from %s, not %s", orNone(vm.Image), orNone(spec.image))
+	case spec.instanceType.Name != vm.InstanceType:
+		return fmt.Sprintf("providerSpec.instanceType: the VM is a %s, not a %s", vm.InstanceType, spec.instanceType.Name)
+	}
+	return ""
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // GetPluginInfo names the driver and lists every optional method: the sim

@@ -441,3 +441,51 @@ func BenchmarkCreateMachine(b *testing.B) {
 		}
 	}
 }
+
+// UpdateMachine with another class (an in-place update) moves the VM to
+// that class when the change can be made to a running VM, and refuses with
+// FailedPrecondition, changing nothing, what only a new VM can have.
+func TestUpdateMachineToAnotherClassOrRefuses(t *testing.T) {
+	s, _ := newTestSim(t, Options{})
+	v1 := class("c1", `{"region":"local","zones":["local-a"],"image":"ubuntu-24.04","tags":{"team":"a"}}`)
+	m := machine("m1", "c1")
+	resp := mustCreate(t, s, m, v1)
+
+	for _, tc := range []struct{ name, spec, field string }{
+		{"another image", `{"region":"local","zones":["local-a"],"image":"ubuntu-26.04"}`, "providerSpec.image"},
+		{"another zone", `{"region":"local","zones":["local-b"],"image":"ubuntu-24.04"}`, "providerSpec.zones"},
+		{"another region", `{"region":"far","zones":["local-a"],"image":"ubuntu-24.04"}`, "providerSpec.region"},
+		{"another instance type", `{"region":"local","zones":["local-a"],"image":"ubuntu-24.04","instanceType":"sim.large"}`, "providerSpec.instanceType"},
+	} {
+		_, err := s.UpdateMachine(context.Background(), &driver.UpdateMachineRequest{
+			Machine: m, ProviderID: resp.ProviderID, MachineClass: class("c2", tc.spec), LastAppliedProviderSpec: v1.Spec.ProviderSpec,
+		})
+		wantCode(t, tc.name, err, driver.FailedPrecondition)
+		if !strings.Contains(driver.MessageOf(err), tc.field) {
+			t.Errorf("%s: message %q does not name %s", tc.name, driver.MessageOf(err), tc.field)
+		}
+	}
+	if vm := s.Cloud().MachineVMs("default", "m1")[0]; vm.Updates != 0 || vm.ClassName != "c1" || vm.Tags["team"] != "a" {
+		t.Fatalf("a refused update changed the VM: class %s, %d updates, tags %v", vm.ClassName, vm.Updates, vm.Tags)
+	}
+
+	// Tags, another zone list still holding the VM's zone: in place.
+	v2 := class("c2", `{"region":"local","zones":["local-a","local-b"],"image":"ubuntu-24.04","tags":{"team":"b"}}`)
+	if _, err := s.UpdateMachine(context.Background(), &driver.UpdateMachineRequest{
+		Machine: m, ProviderID: resp.ProviderID, MachineClass: v2, LastAppliedProviderSpec: v1.Spec.ProviderSpec,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	vm := s.Cloud().MachineVMs("default", "m1")[0]
+	if vm.ClassName != "c2" || vm.Tags["team"] != "b" || vm.Updates != 1 || vm.ProviderID != resp.ProviderID {
+		t.Fatalf("after the update: class %s, tags %v, %d updates, providerID %s", vm.ClassName, vm.Tags, vm.Updates, vm.ProviderID)
+	}
+	// The VM is the new class's now: CreateMachine with it finds it.
+	if again := mustCreate(t, s, m, v2); again.ProviderID != resp.ProviderID {
+		t.Fatalf("CreateMachine with the new class made %s", again.ProviderID)
+	}
+	list, err := s.ListMachines(context.Background(), &driver.ListMachinesRequest{MachineClass: v2})
+	if err != nil || list.MachineList[resp.ProviderID] != "m1" {
+		t.Fatalf("ListMachines of the new class: %v, %v", list, err)
+	}
+}

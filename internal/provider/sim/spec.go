@@ -25,6 +25,10 @@ type ProviderSpec struct {
 	// InstanceType is one of the sim's instance types (see InstanceTypes).
 	// Default sim.small.
 	InstanceType string `json:"instanceType,omitempty"`
+	// Image is the VM image the VMs boot from (free-form, for example
+	// "ubuntu-24.04"). A running VM's image cannot be changed: UpdateMachine
+	// refuses it with FailedPrecondition, and the Machine is replaced.
+	Image string `json:"image,omitempty"`
 	// Tags are put on the VMs; they are hot-updatable through UpdateMachine.
 	Tags map[string]string `json:"tags,omitempty"`
 	// BootDelay is how long a VM takes from creation until its Node registers.
@@ -108,6 +112,7 @@ type NodeNotReadyFault struct {
 // mistake, not a simulation.
 const (
 	maxDuration = time.Hour
+	maxImage    = 253
 	maxTags     = 64
 	maxTagKey   = 128
 	maxTagValue = 256
@@ -119,6 +124,7 @@ type classSpec struct {
 	region       string
 	zones        []string
 	instanceType InstanceType
+	image        string
 	tags         map[string]string
 	bootDelay    time.Duration
 	bootJitter   time.Duration
@@ -220,6 +226,10 @@ func (ps *ProviderSpec) compile() (*classSpec, error) {
 		return nil, invalid("providerSpec.instanceType", "unknown instance type %q; the sim has %s", it, strings.Join(InstanceTypeNames(), ", "))
 	}
 	cs.instanceType = t
+	if len(ps.Image) > maxImage {
+		return nil, invalid("providerSpec.image", "must be at most %d characters", maxImage)
+	}
+	cs.image = ps.Image
 	if len(ps.Tags) > maxTags {
 		return nil, invalid("providerSpec.tags", "must have at most %d tags, not %d", maxTags, len(ps.Tags))
 	}

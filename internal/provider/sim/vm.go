@@ -30,11 +30,14 @@ type VM struct {
 	Region       string `json:"region"`
 	Zone         string `json:"zone"`
 	InstanceType string `json:"instanceType"`
+	// Image is the image the VM booted from (providerSpec.image).
+	Image string `json:"image,omitempty"`
 	// Namespace of the Machine and of its MachineClass.
 	Namespace   string `json:"namespace"`
 	MachineName string `json:"machineName"`
-	// ClassName is the MachineClass the VM was created from; ListMachines
-	// lists a class's VMs by it.
+	// ClassName is the MachineClass the VM was created from, or last
+	// updated to (UpdateMachine with another class: an in-place update);
+	// ListMachines lists a class's VMs by it.
 	ClassName  string  `json:"className"`
 	NodeName   string  `json:"nodeName"`
 	InternalIP string  `json:"internalIP"`
