@@ -1,0 +1,216 @@
+package docs_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// fixture is what the runner needs to run one page's commands: the state
+// the page assumes, the example names it uses, what it shows, and the
+// commands it does not run with why. Every key must be a command line or
+// a name of the page, so that a fixture cannot outlive what it is for.
+type fixture struct {
+	path string
+	// setup are shell commands run before the page's, with the same
+	// environment: what the page assumes the reader has done.
+	setup []string
+	// names maps a name the page uses as an example (a Machine whose name
+	// ends in a random suffix) to a shell command printing the real one,
+	// run right before each command that uses it.
+	names map[string]string
+	// expect is what a command line must do; a line not listed must exit 0.
+	expect map[string]want
+	// skip are the command lines not run, with why (they still pass the
+	// checks of docs_test.go).
+	skip map[string]string
+}
+
+// want is a command's exit code and the parts of its output that matter
+// (runs of blanks compare equal, so columns may be wider or narrower).
+type want struct {
+	code int
+	out  []string
+}
+
+// commandTimeout bounds one command: `rollout status` waits for a
+// rollout, and a command that never returns must fail, not hang the
+// package.
+const commandTimeout = 5 * time.Minute
+
+var blanks = regexp.MustCompile(`[ \t]+`)
+
+// runPage runs the commands of p's blocks (except not-run blocks), in
+// page order, after fx's setup, and returns what went wrong, one line
+// each.
+func (d *demoEnv) runPage(p page, fx fixture) []string {
+	var out []string
+	for _, key := range fx.unknownKeys(p) {
+		out = append(out, fmt.Sprintf("%s: the fixture names %q, which is not a command or name of the page", p.path, key))
+	}
+	for _, c := range fx.setup {
+		if r := d.sh(c); r.err != nil {
+			return append(out, fmt.Sprintf("%s: setup `%s`: %v\n%s", p.path, c, r.err, r.out))
+		}
+	}
+	for _, b := range p.blocks {
+		if b.notRun != "" {
+			continue
+		}
+		for _, line := range b.commands() {
+			if _, ok := fx.skip[line]; ok {
+				continue
+			}
+			if msg := d.runCommand(fx, line); msg != "" {
+				out = append(out, fmt.Sprintf("%s:%d: `%s`: %s", p.path, b.line, line, msg))
+			}
+		}
+	}
+	return out
+}
+
+// runCommand runs one command line of the docs and says what is wrong
+// with its result, or "".
+func (d *demoEnv) runCommand(fx fixture, line string) string {
+	run := line
+	for _, name := range fx.sortedNames() {
+		if !strings.Contains(run, name) {
+			continue
+		}
+		r := d.sh(fx.names[name])
+		real := strings.TrimSpace(r.out)
+		if r.err != nil || real == "" {
+			return fmt.Sprintf("finding the object %s stands for (`%s`): %v %s", name, fx.names[name], r.err, r.out)
+		}
+		run = strings.ReplaceAll(run, name, real)
+	}
+	r := d.sh(run)
+	w := fx.expect[line]
+	code := 0
+	if ee, ok := r.err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if r.err != nil {
+		return fmt.Sprintf("%v\n%s", r.err, r.out)
+	}
+	ran := ""
+	if run != line {
+		ran = fmt.Sprintf(" (ran `%s`)", run)
+	}
+	if code != w.code {
+		return fmt.Sprintf("exit code %d, want %d%s:\n%s", code, w.code, ran, r.out)
+	}
+	got := blanks.ReplaceAllString(r.out, " ")
+	for _, o := range w.out {
+		if !strings.Contains(got, blanks.ReplaceAllString(o, " ")) {
+			return fmt.Sprintf("the output does not show %q%s:\n%s", o, ran, r.out)
+		}
+	}
+	return ""
+}
+
+type shResult struct {
+	out string
+	err error
+}
+
+// sh runs a command line with bash, in the repository root (where the
+// docs' relative paths start), with the demo's KUBECONFIG and the
+// reader's bin/ first on PATH.
+func (d *demoEnv) sh(line string) shResult {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-o", "pipefail", "-c", line)
+	cmd.Dir = check.root
+	cmd.Env = d.env
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("still running after %s: %w", commandTimeout, err)
+	}
+	return shResult{out: out.String(), err: err}
+}
+
+// sortedNames are the example names, longest first, so that a Machine's
+// name is replaced before its MachineSet's, which it starts with.
+func (fx fixture) sortedNames() []string {
+	var names []string
+	for n := range fx.names {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if len(names[i]) != len(names[j]) {
+			return len(names[i]) > len(names[j])
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+// unknownKeys are the fixture's command lines and names the page does not
+// have (not in a block that runs).
+func (fx fixture) unknownKeys(p page) []string {
+	lines := map[string]bool{}
+	text := ""
+	for _, b := range p.blocks {
+		if b.notRun != "" {
+			continue
+		}
+		for _, l := range b.commands() {
+			lines[l] = true
+			text += l + "\n"
+		}
+	}
+	var out []string
+	for l := range fx.skip {
+		if !lines[l] {
+			out = append(out, l)
+		}
+	}
+	for l := range fx.expect {
+		if !lines[l] {
+			out = append(out, l)
+		}
+	}
+	for n := range fx.names {
+		if !strings.Contains(text, n) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// runnable reports whether a page has a command the runner would run: a
+// block without a not-run reason that has commands.
+func runnable(p page) bool {
+	for _, b := range p.blocks {
+		if b.notRun == "" && len(b.commands()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unlisted returns the pages with commands to run that no fixture lists
+// and that are not exempt: each must get a fixture (or its blocks a
+// not-run reason), so that no page's commands go unrun unnoticed.
+func unlisted(ps []page, fixtures []fixture, exempt map[string]string) []string {
+	listed := map[string]bool{}
+	for _, fx := range fixtures {
+		listed[fx.path] = true
+	}
+	var out []string
+	for _, p := range ps {
+		if runnable(p) && !listed[p.path] && exempt[p.path] == "" {
+			out = append(out, fmt.Sprintf("%s has commands to run but is not in runOrder (test/docs/runpages_test.go): give it a fixture there, or its blocks <!-- not-run: reason -->", p.path))
+		}
+	}
+	return out
+}
