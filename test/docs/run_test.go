@@ -77,9 +77,11 @@ func (d *demoEnv) runPage(p page, fx fixture) []string {
 // runCommand runs one command line of the docs and says what is wrong
 // with its result, or "".
 func (d *demoEnv) runCommand(fx fixture, line string) string {
-	run := line
+	// One pass over the line as written, so that a real name is never
+	// taken for an example name.
+	var pairs []string
 	for _, name := range fx.sortedNames() {
-		if !strings.Contains(run, name) {
+		if !strings.Contains(line, name) {
 			continue
 		}
 		r := d.sh(fx.names[name])
@@ -87,8 +89,9 @@ func (d *demoEnv) runCommand(fx fixture, line string) string {
 		if r.err != nil || real == "" {
 			return fmt.Sprintf("finding the object %s stands for (`%s`): %v %s", name, fx.names[name], r.err, r.out)
 		}
-		run = strings.ReplaceAll(run, name, real)
+		pairs = append(pairs, name, real)
 	}
+	run := strings.NewReplacer(pairs...).Replace(line)
 	r := d.sh(run)
 	w := fx.expect[line]
 	code := 0
@@ -138,7 +141,7 @@ func (d *demoEnv) sh(line string) shResult {
 }
 
 // sortedNames are the example names, longest first, so that a Machine's
-// name is replaced before its MachineSet's, which it starts with.
+// name is replaced as a whole, not its MachineSet's name it starts with.
 func (fx fixture) sortedNames() []string {
 	var names []string
 	for n := range fx.names {

@@ -85,7 +85,8 @@ func TestTheChecksFailOnBrokenDocs(t *testing.T) {
 // TestTheRunnerFailsOnBrokenDocs feeds the runner, on the demo's cluster,
 // commands that pass every check above but fail when run: a wrong name,
 // output the docs show but the command does not print, an exit code other
-// than the docs say, and a fixture naming a command the page lacks.
+// than the docs say, an example name that stands for nothing, and a
+// fixture naming a command the page lacks.
 func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 	broken := parsePage("docs/broken.md", strings.Join([]string{
 		"```sh",
@@ -93,6 +94,8 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 		"kubectl get machinedeployment demo",
 		"kubectl millwright get --deployment demo",
 		"kubectl millwright rollout history demo",
+		"kubectl get machinedeployment example-deployment",
+		"kubectl get machinedeployment gone-deployment",
 		"```",
 	}, "\n"))
 	if problems := check.problems(broken); len(problems) != 0 {
@@ -104,6 +107,10 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 	}
 	problems := d.runPage(broken, fixture{
 		path: "docs/broken.md",
+		names: map[string]string{
+			"example-deployment": "echo demo", // stands for demo: runs fine
+			"gone-deployment":    "true",      // stands for nothing
+		},
 		expect: map[string]want{
 			"kubectl get machinedeployment demo":       {out: []string{"NO-SUCH-COLUMN"}},
 			"kubectl millwright get --deployment demo": {code: 1},
@@ -115,6 +122,7 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 		`the output does not show "NO-SUCH-COLUMN"`,
 		"`kubectl millwright get --deployment demo`: exit code 0, want 1",
 		`names "kubectl millwright get --deployment web", which is not a command or name of the page`,
+		"finding the object gone-deployment stands for",
 	} {
 		found := false
 		for _, p := range problems {
@@ -124,8 +132,8 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 			t.Errorf("no problem reported for %q; reported:\n%s", want, strings.Join(problems, "\n"))
 		}
 	}
-	if len(problems) != 4 {
-		t.Errorf("want 4 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
+	if len(problems) != 5 {
+		t.Errorf("want 5 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
 }
 
