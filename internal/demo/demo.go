@@ -85,6 +85,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := applyFiles(ctx, c, filepath.Join(o.Root, "config", "crd", "bases", "*.yaml"), nil); err != nil {
 		return err
 	}
+	if err := waitEstablished(ctx, c); err != nil {
+		return err
+	}
 
 	socket := "unix://" + filepath.Join(cluster.Dir(), p.name()+".sock")
 	stop, err := p.start(ctx, cluster, socket, say)

@@ -24,9 +24,12 @@ var runtimeTools = []string{"etcd", "kube-apiserver", "kube-controller-manager",
 // bin/ on PATH with kubectl and kubectl-millwright.
 type demoEnv struct {
 	kubeconfig string
-	bin        string   // the reader's bin/: runtime tools and the programs of cmd/
-	env        []string // the environment the docs' commands run in
-	out        *syncBuffer
+	// simAdmin is the sim's admin API the demo prints, through which a
+	// fixture fails a Node behind Millwright's back.
+	simAdmin string
+	bin      string   // the reader's bin/: runtime tools and the programs of cmd/
+	env      []string // the environment the docs' commands run in
+	out      *syncBuffer
 
 	stop context.CancelFunc
 	done chan error
@@ -45,7 +48,10 @@ func startDemo() (*demoEnv, error) {
 	return theDemo, demoErr
 }
 
-var kubeconfigRE = regexp.MustCompile(`export KUBECONFIG=(\S+)`)
+var (
+	kubeconfigRE = regexp.MustCompile(`export KUBECONFIG=(\S+)`)
+	simAdminRE   = regexp.MustCompile(`curl -s (http://\S+)/vms \| head`)
+)
 
 func launchDemo() (*demoEnv, error) {
 	dir, err := os.MkdirTemp("", "docs-demo-")
@@ -96,6 +102,11 @@ func launchDemo() (*demoEnv, error) {
 		return nil, errors.New("the demo did not print `export KUBECONFIG=...`:\n" + d.out.String())
 	}
 	d.kubeconfig = m[1]
+	a := simAdminRE.FindStringSubmatch(d.out.String())
+	if a == nil {
+		d.shutdown()
+		return nil, errors.New("the demo did not print the sim's admin API (`curl -s http://.../vms`):\n" + d.out.String())
+	}
 	// As the docs tell the reader: KUBECONFIG from the demo, bin/ on PATH.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "PATH=") {
@@ -103,6 +114,7 @@ func launchDemo() (*demoEnv, error) {
 		}
 	}
 	d.env = append(d.env, "KUBECONFIG="+d.kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	d.simAdmin = a[1]
 	return d, nil
 }
 

@@ -17,9 +17,9 @@ import (
 // a name of the page, so that a fixture cannot outlive what it is for.
 type fixture struct {
 	path string
-	// setup are shell commands run before the page's, with the same
-	// environment: what the page assumes the reader has done.
-	setup []string
+	// setup runs before the page's commands: what the page assumes the
+	// reader has done (shell commands run like the page's, sh(...)).
+	setup []step
 	// names maps a name the page uses as an example (a Machine whose name
 	// ends in a random suffix) to a shell command printing the real one,
 	// run right before each command that uses it.
@@ -29,6 +29,19 @@ type fixture struct {
 	// skip are the command lines not run, with why (they still pass the
 	// checks of docs_test.go).
 	skip map[string]string
+}
+
+// step is one step of a fixture's setup.
+type step func(d *demoEnv) error
+
+// sh is a setup step running a shell command line as the page's run.
+func sh(line string) step {
+	return func(d *demoEnv) error {
+		if r := d.sh(line); r.err != nil {
+			return fmt.Errorf("`%s`: %v\n%s", line, r.err, r.out)
+		}
+		return nil
+	}
 }
 
 // want is a command's exit code and the parts of its output that matter
@@ -53,20 +66,21 @@ func (d *demoEnv) runPage(p page, fx fixture) []string {
 	for _, key := range fx.unknownKeys(p) {
 		out = append(out, fmt.Sprintf("%s: the fixture names %q, which is not a command or name of the page", p.path, key))
 	}
-	for _, c := range fx.setup {
-		if r := d.sh(c); r.err != nil {
-			return append(out, fmt.Sprintf("%s: setup `%s`: %v\n%s", p.path, c, r.err, r.out))
+	for i, s := range fx.setup {
+		if err := s(d); err != nil {
+			return append(out, fmt.Sprintf("%s: setup step %d: %v", p.path, i+1, err))
 		}
 	}
 	for _, b := range p.blocks {
 		if b.notRun != "" {
 			continue
 		}
+		shown := b.shownFirstLines()
 		for _, line := range b.commands() {
 			if _, ok := fx.skip[line]; ok {
 				continue
 			}
-			if msg := d.runCommand(fx, line); msg != "" {
+			if msg := d.runCommand(fx, line, shown[line]); msg != "" {
 				out = append(out, fmt.Sprintf("%s:%d: `%s`: %s", p.path, b.line, line, msg))
 			}
 		}
@@ -75,8 +89,10 @@ func (d *demoEnv) runPage(p page, fx fixture) []string {
 }
 
 // runCommand runs one command line of the docs and says what is wrong
-// with its result, or "".
-func (d *demoEnv) runCommand(fx fixture, line string) string {
+// with its result, or "". shown is the first line of the output the page
+// shows after it (a table's header, a message's start), which the output
+// must have too, or "".
+func (d *demoEnv) runCommand(fx fixture, line, shown string) string {
 	// One pass over the line as written, so that a real name is never
 	// taken for an example name.
 	var pairs []string
@@ -108,12 +124,35 @@ func (d *demoEnv) runCommand(fx fixture, line string) string {
 		return fmt.Sprintf("exit code %d, want %d%s:\n%s", code, w.code, ran, r.out)
 	}
 	got := blanks.ReplaceAllString(r.out, " ")
-	for _, o := range w.out {
-		if !strings.Contains(got, blanks.ReplaceAllString(o, " ")) {
+	for _, o := range append(w.out, shown) {
+		if o == "" {
+			continue
+		}
+		if o = blanks.ReplaceAllString(o, " "); !strings.Contains(got, o) {
 			return fmt.Sprintf("the output does not show %q%s:\n%s", o, ran, r.out)
 		}
 	}
 	return ""
+}
+
+// shownFirstLines maps each "$ " command of a console (or unlabelled)
+// block to the first line of the output the block shows after it.
+func (b block) shownFirstLines() map[string]string {
+	if b.info != "" && b.info != "console" {
+		return nil
+	}
+	shown := map[string]string{}
+	cmd := ""
+	for _, l := range b.body {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(t, "$ "):
+			cmd = strings.TrimSpace(stripComment(strings.TrimPrefix(t, "$ ")))
+		case cmd != "" && t != "":
+			shown[cmd], cmd = t, ""
+		}
+	}
+	return shown
 }
 
 type shResult struct {

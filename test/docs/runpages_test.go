@@ -2,6 +2,9 @@ package docs_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -80,26 +83,29 @@ var runOrder = []fixture{
 		path: "docs/helm.md",
 		// What `helm install --create-namespace` would have made (the
 		// install itself is not-run: see the page).
-		setup: []string{"kubectl create namespace millwright-system --dry-run=client -o yaml | kubectl apply -f -"},
+		setup: []step{sh("kubectl create namespace millwright-system --dry-run=client -o yaml | kubectl apply -f -")},
 		skip: map[string]string{
 			"make image": "hack/image's test builds the same image (make test runs it); here it would write _output/ and compile every program again",
 		},
 	},
 	{
 		path: "docs/preservation.md",
-		// A MachineSet "pool" whose Machine is preserved. The page shows
-		// it Failed beside its replacement: the runner checks what the
-		// columns are, not that state.
-		setup: []string{
-			"kubectl apply -f test/docs/testdata/pool.yaml",
-			"kubectl wait machineset/pool --for=jsonpath='{.status.readyReplicas}'=1 --timeout=3m",
-			"kubectl millwright preserve $(" + runningMachine("set-name", "pool") + ")",
+		// "What kubectl shows": a MachineSet "pool" of one Machine that,
+		// preserved when-failed, failed (its Node NotReady through the
+		// sim's admin API; the set's health timeout is 5s) and was
+		// replaced; the preserved Machine's Node is cordoned.
+		setup: []step{
+			sh("kubectl apply -f test/docs/testdata/pool.yaml"),
+			sh("kubectl wait machineset/pool --for=jsonpath='{.status.readyReplicas}'=1 --timeout=3m"),
+			failPreserved(runningMachine("set-name", "pool")),
+			sh("kubectl wait machineset/pool --for=jsonpath='{.status.availableReplicas}'=1 --timeout=3m"),
 		},
-		names: map[string]string{"pool-7xk2q": runningMachine("set-name", "pool")},
+		names: map[string]string{"pool-7xk2q": failedMachine},
 		expect: map[string]want{
-			"kubectl get machines":         {out: []string{"NAME PHASE PROVIDERID NODE VERSION AGE", "pool-"}},
-			"kubectl get machineset pool":  {out: []string{"NAME DESIRED CURRENT READY AVAILABLE AGE", "pool 1 1"}},
-			"kubectl get nodes pool-7xk2q": {out: []string{"NAME STATUS ROLES AGE VERSION", "pool-"}},
+			// The headers are checked against the page's output.
+			"kubectl get machines":         {out: []string{" Failed sim://"}},
+			"kubectl get machineset pool":  {out: []string{"pool 1 1"}},
+			"kubectl get nodes pool-7xk2q": {out: []string{"NotReady,SchedulingDisabled"}},
 		},
 	},
 	{
@@ -152,12 +158,46 @@ const (
 // freshWeb is the MachineDeployment "web" the plugin's and the
 // operations' examples use, new, with two revisions (revision 1 of the
 // demo's small class, revision 2 of its large one), both rolled out.
-var freshWeb = []string{
-	"kubectl delete machinedeployment web --ignore-not-found --cascade=foreground --timeout=3m",
-	"kubectl apply -f config/demo/extras/machineclass-large.yaml -f test/docs/testdata/web.yaml",
-	"kubectl millwright rollout status web --timeout 3m",
-	`kubectl patch machinedeployment web --type merge -p '{"spec":{"template":{"spec":{"class":{"name":"demo-large"}}}}}'`,
-	"kubectl millwright rollout status web --timeout 3m",
+var freshWeb = []step{
+	sh("kubectl delete machinedeployment web --ignore-not-found --cascade=foreground --timeout=3m"),
+	sh("kubectl apply -f config/demo/extras/machineclass-large.yaml -f test/docs/testdata/web.yaml"),
+	sh("kubectl millwright rollout status web --timeout 3m"),
+	sh(`kubectl patch machinedeployment web --type merge -p '{"spec":{"template":{"spec":{"class":{"name":"demo-large"}}}}}'`),
+	sh("kubectl millwright rollout status web --timeout 3m"),
+}
+
+// failedMachine prints the name of the Failed Machine of the set "pool".
+const failedMachine = `kubectl get machines -l machine.millwright.dev/set-name=pool -o jsonpath='{.items[?(@.status.phase=="Failed")].metadata.name}'`
+
+// failPreserved is a setup step that preserves the Machine the shell
+// command machine prints (when-failed), makes its Node NotReady through
+// the sim's admin API (what the demo's printed curl commands do), as a
+// failed host would, and waits for the Machine to be Failed and its Node
+// cordoned.
+func failPreserved(machine string) step {
+	return func(d *demoEnv) error {
+		r := d.sh(machine)
+		name := strings.TrimSpace(r.out)
+		if r.err != nil || name == "" {
+			return fmt.Errorf("`%s`: %v %s", machine, r.err, r.out)
+		}
+		if err := sh("kubectl millwright preserve " + name + " --when-failed")(d); err != nil {
+			return err
+		}
+		resp, err := http.Post(d.simAdmin+"/nodes/"+name+"/not-ready", "", nil)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("the sim's admin API: POST /nodes/%s/not-ready: %s: %s", name, resp.Status, body)
+		}
+		if err := sh("kubectl wait machine/" + name + " --for=jsonpath='{.status.phase}'=Failed --timeout=3m")(d); err != nil {
+			return err
+		}
+		return sh("kubectl wait node/" + name + " --for=jsonpath='{.spec.unschedulable}'=true --timeout=3m")(d)
+	}
 }
 
 // runningMachine is a command printing the name of a Running Machine with

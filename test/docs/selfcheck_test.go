@@ -85,8 +85,9 @@ func TestTheChecksFailOnBrokenDocs(t *testing.T) {
 // TestTheRunnerFailsOnBrokenDocs feeds the runner, on the demo's cluster,
 // commands that pass every check above but fail when run: a wrong name,
 // output the docs show but the command does not print, an exit code other
-// than the docs say, an example name that stands for nothing, and a
-// fixture naming a command the page lacks.
+// than the docs say, a table header the page shows that the command does
+// not print, an example name that stands for nothing, and a fixture
+// naming a command the page lacks.
 func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 	broken := parsePage("docs/broken.md", strings.Join([]string{
 		"```sh",
@@ -96,6 +97,12 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 		"kubectl millwright rollout history demo",
 		"kubectl get machinedeployment example-deployment",
 		"kubectl get machinedeployment gone-deployment",
+		"```",
+		"",
+		"```",
+		"$ kubectl get machineclass demo-small",
+		"NAME   PROVIDER   NO-SUCH-COLUMN",
+		"demo-small   sim",
 		"```",
 	}, "\n"))
 	if problems := check.problems(broken); len(problems) != 0 {
@@ -123,6 +130,7 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 		"`kubectl millwright get --deployment demo`: exit code 0, want 1",
 		`names "kubectl millwright get --deployment web", which is not a command or name of the page`,
 		"finding the object gone-deployment stands for",
+		"`kubectl get machineclass demo-small`: the output does not show \"NAME PROVIDER NO-SUCH-COLUMN\"",
 	} {
 		found := false
 		for _, p := range problems {
@@ -132,8 +140,8 @@ func TestTheRunnerFailsOnBrokenDocs(t *testing.T) {
 			t.Errorf("no problem reported for %q; reported:\n%s", want, strings.Join(problems, "\n"))
 		}
 	}
-	if len(problems) != 5 {
-		t.Errorf("want 5 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
+	if len(problems) != 6 {
+		t.Errorf("want 6 problems, got %d:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
 }
 
