@@ -34,6 +34,10 @@ const (
 type Options struct {
 	// Root is the repository root (manifests under config/, binaries under bin/).
 	Root string
+	// Bin holds the programs the demo runs (the cluster's, the manager, the
+	// driver, kubectl); empty means Root/bin. test/docs points it at the
+	// programs it built from the tree under test.
+	Bin string
 	// Dir holds the cluster's files and logs; empty means a temporary directory.
 	Dir string
 	// Provider is the demo's driver: ProviderSim (the default) or
@@ -51,7 +55,7 @@ type Options struct {
 // Run runs the demo until ctx ends (or, with Exit, until the sample is up),
 // then stops every process it started.
 func Run(ctx context.Context, o Options) error {
-	bin := filepath.Join(o.Root, "bin")
+	bin := o.bin()
 	say := func(format string, args ...any) { fmt.Fprintf(o.Out, format+"\n", args...) }
 	p, err := newProvider(o)
 	if err != nil {
@@ -79,6 +83,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	say("Installing the CRDs...")
 	if err := applyFiles(ctx, c, filepath.Join(o.Root, "config", "crd", "bases", "*.yaml"), nil); err != nil {
+		return err
+	}
+	if err := waitEstablished(ctx, c); err != nil {
 		return err
 	}
 
@@ -130,6 +137,13 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
+func (o Options) bin() string {
+	if o.Bin != "" {
+		return o.Bin
+	}
+	return filepath.Join(o.Root, "bin")
+}
+
 // watchUntilUp prints the fleet whenever it changes, until it is fully up.
 func watchUntilUp(ctx context.Context, c client.Client, o Options, workload bool) (*snapshot, error) {
 	var last string
@@ -151,8 +165,8 @@ func watchUntilUp(ctx context.Context, c client.Client, o Options, workload bool
 	return snap, err
 }
 
-func printSimNextSteps(out io.Writer, root string, cluster *localcluster.Cluster, adminAddr string) {
-	kubectl := filepath.Join(root, "bin", "kubectl")
+func printSimNextSteps(out io.Writer, root, bin string, cluster *localcluster.Cluster, adminAddr string) {
+	kubectl := filepath.Join(bin, "kubectl")
 	fmt.Fprintf(out, `
 Try this, in another terminal:
 

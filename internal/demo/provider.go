@@ -48,16 +48,16 @@ type provider interface {
 func newProvider(o Options) (provider, error) {
 	switch o.Provider {
 	case "", ProviderSim:
-		return &simProvider{root: o.Root}, nil
+		return &simProvider{root: o.Root, bin: o.bin()}, nil
 	case ProviderLibvirt:
-		return &libvirtProvider{root: o.Root}, nil
+		return &libvirtProvider{root: o.Root, bin: o.bin()}, nil
 	}
 	return nil, fmt.Errorf("unknown provider %q: %s or %s", o.Provider, ProviderSim, ProviderLibvirt)
 }
 
 // simProvider: millwright-sim, kwok's Nodes and a workload.
 type simProvider struct {
-	root, adminAddr string
+	root, bin, adminAddr string
 }
 
 func (p *simProvider) name() string                { return ProviderSim }
@@ -69,7 +69,7 @@ func (p *simProvider) start(ctx context.Context, cluster *localcluster.Cluster, 
 		return nil, err
 	}
 	say("Starting millwright-sim (the simulated cloud; admin API on http://%s)...", p.adminAddr)
-	err = cluster.StartProcess(ctx, "millwright-sim", filepath.Join(p.root, "bin", "millwright-sim"),
+	err = cluster.StartProcess(ctx, "millwright-sim", filepath.Join(p.bin, "millwright-sim"),
 		"--endpoint", socket, "--admin-address", p.adminAddr, "--kubeconfig", cluster.Kubeconfig(),
 		"--node-mode", "kwok", "--snapshot", filepath.Join(cluster.Dir(), "sim.json"))
 	return func() {}, err
@@ -84,7 +84,7 @@ func (p *simProvider) vars() map[string]string                                  
 func (p *simProvider) hasWorkload() bool                                                { return true }
 func (p *simProvider) removeFleet(context.Context, client.Client, func(string, ...any)) {}
 func (p *simProvider) printNextSteps(out io.Writer, cluster *localcluster.Cluster) {
-	printSimNextSteps(out, p.root, cluster, p.adminAddr)
+	printSimNextSteps(out, p.root, p.bin, cluster, p.adminAddr)
 }
 
 // vmHostIP is the host as QEMU's user-mode network shows it to a guest:
@@ -94,7 +94,7 @@ var vmHostIP = net.IPv4(10, 0, 2, 2)
 
 // libvirtProvider: millwright-libvirt and real VMs booting the node agent.
 type libvirtProvider struct {
-	root string
+	root, bin string
 }
 
 func (p *libvirtProvider) name() string                { return ProviderLibvirt }
@@ -117,7 +117,7 @@ func (p *libvirtProvider) start(ctx context.Context, cluster *localcluster.Clust
 		return nil, err
 	}
 	say("Starting millwright-libvirt (the libvirt driver; qemu:///system)...")
-	if err := cluster.StartProcess(ctx, "millwright-libvirt", filepath.Join(p.root, "bin", "millwright-libvirt"),
+	if err := cluster.StartProcess(ctx, "millwright-libvirt", filepath.Join(p.bin, "millwright-libvirt"),
 		"--endpoint", socket, "--health-address", health); err != nil {
 		stop()
 		return nil, err
@@ -143,7 +143,7 @@ func (p *libvirtProvider) sample() string {
 }
 
 func (p *libvirtProvider) vars() map[string]string {
-	return map[string]string{"BIN": filepath.Join(p.root, "bin")}
+	return map[string]string{"BIN": p.bin}
 }
 
 func (p *libvirtProvider) hasWorkload() bool { return false }
@@ -174,7 +174,7 @@ func (p *libvirtProvider) removeFleet(ctx context.Context, c client.Client, say 
 }
 
 func (p *libvirtProvider) printNextSteps(out io.Writer, cluster *localcluster.Cluster) {
-	kubectl := filepath.Join(p.root, "bin", "kubectl")
+	kubectl := filepath.Join(p.bin, "kubectl")
 	fmt.Fprintf(out, `
 Each Machine is a QEMU VM (libvirt domain mw-<Machine UID>) booting the node
 agent, which joined through a bootstrap token and a CSR that
@@ -202,6 +202,6 @@ kube-controller-manager approved. Try this, in another terminal:
   kubectl patch machinedeployment demo --type merge -p '{"spec":{"template":{"spec":{"class":{"name":"demo-large"}}}}}'
 
 Logs of every process are in %[5]s. On exit the demo deletes its VMs.
-`, cluster.Kubeconfig(), kubectl, filepath.Join(p.manifests(), "extras", "machineclass-large.yaml"), filepath.Join(p.root, "bin"),
+`, cluster.Kubeconfig(), kubectl, filepath.Join(p.manifests(), "extras", "machineclass-large.yaml"), p.bin,
 		filepath.Join(cluster.Dir(), "logs"))
 }

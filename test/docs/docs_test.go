@@ -1,9 +1,10 @@
 // Package docs_test checks the documentation against the repository:
-// every shell command in the docs' fenced blocks that can run without a
-// cluster is run (`--help` of the exact command line, `make -n`, `go
-// list`, the Helm chart's values), every path and link must exist, and a
-// block that cannot be checked must say why in a
-// `<!-- not-run: reason -->` comment just before it.
+// every shell command in the docs' fenced blocks is checked without a
+// cluster (`--help` of the exact command line, `make -n`, `go list`, the
+// Helm chart's values), every path and link must exist, and a block that
+// cannot be checked must say why in a `<!-- not-run: reason -->` comment
+// just before it. Then the commands are run for real, page by page, on
+// the demo's cluster and fleet (run_test.go, runpages_test.go).
 package docs_test
 
 import (
@@ -41,6 +42,9 @@ func TestMain(m *testing.M) {
 	}
 	check = &checker{root: root, bin: bin, help: map[string]helpResult{}}
 	code := m.Run()
+	if theDemo != nil {
+		theDemo.shutdown()
+	}
 	_ = os.RemoveAll(bin)
 	os.Exit(code)
 }
