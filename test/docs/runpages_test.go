@@ -144,8 +144,7 @@ var runOrder = []fixture{
 // notYetListed are pages other branches are adding while this list was
 // written; they have no fixture yet. Whoever merges a page lists it in
 // runOrder with its fixture and removes it from here.
-var notYetListed = map[string]string{
-}
+var notYetListed = map[string]string{}
 
 const (
 	fleetHeader = "NAME PHASE REASON AGE PROVIDER ID NODE NODE READY PODS"

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -339,14 +337,7 @@ func (s *scenario) setNodeReady(node string, ready bool) {
 // annotateMachine sets (or, with nil, removes) one annotation of a Machine.
 func (s *scenario) annotateMachine(name, key string, value *string) {
 	s.t.Helper()
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]*string{key: value}}})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}
-	if err := k8s.Patch(context.Background(), m, client.RawPatch(types.MergePatchType, data)); err != nil {
-		s.t.Fatalf("annotating Machine %s: %v", name, err)
-	}
+	s.mergePatch(&v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}, "annotations", key, value)
 }
 
 func (s *scenario) machine(name string) *v1alpha1.Machine {
