@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,25 +19,29 @@ import (
 	"github.com/millwright-dev/millwright/internal/provider/libvirt"
 )
 
-// TestVMInPlaceReboot proves the node side of an in-place update on a
-// real VM (docs/in-place-updates.md, "The node side"): a libvirt domain
-// booting the node agent joins with its Machine's spec.version as its
-// kubeletVersion; the test labels its Node update=ready with a newer
-// version the API server allows (what the machine controller does once
-// it has drained the Node); the agent records the version on the
-// domain's state volume and reboots the guest with reboot(2). Then:
+// TestVMInPlaceVersionUpgrade proves an in-place Kubernetes version
+// upgrade on real VMs, orchestrated end to end (docs/in-place-updates.md):
+// 3 libvirt Machines booting the node agent, strategy InPlace with
+// maxUnavailable 1, get a template with a newer spec.version. For each
+// Machine the MachineDeployment controller starts the update, the machine
+// controller cordons and drains the Node and hands the version to the
+// node agent through the Node's labels, and the agent reboots the guest
+// with reboot(2) and comes back with the new version. Then:
 //
-//   - the guest really rebooted: its boot ID changed and the console log
-//     shows pid 1 starting twice, while the domain's QEMU process is the
-//     same one (libvirt's on_reboot restart resets the guest in place);
-//   - the Node reports the new version, Ready, update=succeeded, with the
-//     same providerID: the agent rejoined with the credentials kept on the
-//     state volume (the bootstrap token was deleted after the first join);
-//   - scaling to 0 leaves no volume (the state volume goes with the domain).
+//   - at every observed state at most one Machine is cordoned, draining,
+//     rebooting or not Ready, and never more than 3 exist;
+//   - every Machine keeps its name, providerID and QEMU process (libvirt's
+//     on_reboot restart resets the guest in place) and ends in the new
+//     MachineSet at the new version, its Node uncordoned;
+//   - each guest really rebooted: its Node's boot ID changed and its
+//     console shows pid 1 starting twice;
+//   - the Nodes report the new kubelet version: the agents rejoined with
+//     the credentials kept on their state volumes (the bootstrap tokens
+//     were deleted after the first join).
 //
-// It logs the seconds from the label to update=succeeded (reboot and
-// rejoin under TCG).
-func TestVMInPlaceReboot(t *testing.T) {
+// It logs the seconds the whole update took (three reboots under TCG).
+func TestVMInPlaceVersionUpgrade(t *testing.T) {
+	const replicas = 3
 	s := newVMScenario(t, "vminplace")
 	s.startManager("--token-bootstrap-api-server", vmAPIServer(t))
 	s.createVMClass("small", smallVM)
@@ -44,73 +50,79 @@ func TestVMInPlaceReboot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The agent takes a version no newer (minor) than the API server's.
 	server := version.MustParseGeneric(sv.GitVersion)
 	oldV := fmt.Sprintf("v%d.%d.1", server.Major(), server.Minor()-1)
-	newV := fmt.Sprintf("v%d.%d.2", server.Major(), server.Minor())
+	newV := fmt.Sprintf("v%d.%d.0", server.Major(), server.Minor())
 	spec := vmMachineSpec("small", "join")
 	spec.Version = oldV
-	s.createDeploymentOf(1, spec, 1, 0)
+	s.createDeploymentOf(replicas, spec, 1, 0)
+	s.createInPlaceStrategy(v1alpha1.InPlaceAuto, 0)
 
-	m := s.waitFleet(1, "small", 10*time.Minute)[0]
-	s.checkJoinedThroughCSR([]v1alpha1.Machine{m}) // and its token deleted
-	ctx := context.Background()
-	name := nodeOf(&m)
-	node := &corev1.Node{}
-	if err := k8s.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		t.Fatal(err)
+	fleet := s.waitFleet(replicas, "small", 10*time.Minute)
+	s.checkJoinedThroughCSR(fleet) // and their tokens deleted
+	s.checkNodeVersions(fleet, oldV)
+	type vm struct {
+		bootID, domain string
+		pid            int
 	}
-	if node.Status.NodeInfo.KubeletVersion != oldV {
-		t.Errorf("Node %s reports kubeletVersion %q, want its Machine's spec.version %s", name, node.Status.NodeInfo.KubeletVersion, oldV)
+	before := map[string]vm{}
+	for _, m := range fleet {
+		dom, err := s.vm.domainOf(m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := qemuPID(dom.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[m.Name] = vm{bootID: s.nodeNamed(nodeOf(&m)).Status.NodeInfo.BootID, domain: dom.name, pid: pid}
+		if n := bootsIn(t, libvirt.ConsoleLog(s.vm.consoleDir, dom.name)); n != 1 {
+			t.Fatalf("the console of %s shows %d boots before the update, want 1", m.Name, n)
+		}
 	}
-	bootID := node.Status.NodeInfo.BootID
-	dom, err := s.vm.domainOf(m.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := qemuPID(dom.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	console := libvirt.ConsoleLog(s.vm.consoleDir, dom.name)
-	if n := bootsIn(t, console); n != 1 {
-		t.Fatalf("the console shows %d boots before the update, want 1", n)
-	}
+	ids := providerIDs(fleet)
 
-	patch := client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q,%q:%q}}}`,
-		v1alpha1.NodeUpdateLabel, v1alpha1.NodeUpdateReady, v1alpha1.NodeUpdateVersionLabel, newV))
-	if err := k8s.Patch(ctx, node, patch); err != nil {
-		t.Fatal(err)
-	}
-	labelled := time.Now()
-	s.eventually(3*time.Minute, "Node "+name+" to run "+newV+", Ready, update=succeeded", func() (bool, error) {
-		n := &corev1.Node{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+	rec := s.record(withinInPlaceBounds(replicas, 1))
+	started := time.Now()
+	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Version = newV })
+	var after []v1alpha1.Machine
+	s.eventually(15*time.Minute, "every Machine at "+newV, func() (bool, error) {
+		ms, err := s.machines()
+		if err != nil {
 			return false, err
 		}
-		got := n.Labels[v1alpha1.NodeUpdateLabel]
-		if got == v1alpha1.NodeUpdateFailed {
-			t.Fatalf("the update failed: %s", n.Annotations[v1alpha1.NodeUpdateMessageAnnotation])
+		if ok, err := s.fleetIs(ms, replicas, "small"); !ok {
+			return false, err
 		}
-		if got == v1alpha1.NodeUpdateSucceeded && n.Status.NodeInfo.KubeletVersion == newV && nodeReady(n) {
-			node = n
-			return true, nil
+		for _, m := range ms {
+			if m.Spec.Version != newV || m.Status.NodeVersion != newV {
+				return false, fmt.Errorf("Machine %s: spec.version %q, its Node runs %q", m.Name, m.Spec.Version, m.Status.NodeVersion)
+			}
 		}
-		return false, fmt.Errorf("update=%q, kubeletVersion %q, Ready %t", got, n.Status.NodeInfo.KubeletVersion, nodeReady(n))
+		after = ms
+		return true, nil
 	})
-	t.Logf("update=ready to update=succeeded (reboot, rejoin, Ready with %s): %.1fs", newV, time.Since(labelled).Seconds())
-
-	if node.Spec.ProviderID != m.Spec.ProviderID {
-		t.Errorf("Node %s has providerID %q after the update, its Machine %q", name, node.Spec.ProviderID, m.Spec.ProviderID)
+	t.Logf("in-place upgrade of %d VMs %s → %s: %.1fs", replicas, oldV, newV, time.Since(started).Seconds())
+	rec.verify()
+	if got := providerIDs(after); !maps.Equal(ids, got) {
+		t.Errorf("the Machines' VMs changed: before %v, after %v", ids, got)
 	}
-	if node.Status.NodeInfo.BootID == bootID {
-		t.Errorf("the boot ID %s did not change: the guest did not reboot", bootID)
-	}
-	logBoots(t, console)
-	if n := bootsIn(t, console); n != 2 {
-		t.Errorf("the console shows %d boots after the update, want 2:\n%s", n, s.vm.consoleTail(dom.name, 40))
-	}
-	if now, err := qemuPID(dom.name); err != nil || now != pid {
-		t.Errorf("the domain's QEMU is pid %d (%v), was %d: the VM was restarted, not rebooted", now, err, pid)
+	s.checkNodeVersions(after, newV)
+	s.checkMovedInPlace(after)
+	for _, m := range after {
+		b := before[m.Name]
+		if s.nodeNamed(nodeOf(&m)).Status.NodeInfo.BootID == b.bootID {
+			t.Errorf("the boot ID of %s did not change: the guest did not reboot", m.Name)
+		}
+		console := libvirt.ConsoleLog(s.vm.consoleDir, b.domain)
+		if n := bootsIn(t, console); n != 2 {
+			logBoots(t, console)
+			t.Errorf("the console of %s shows %d boots after the update, want 2", m.Name, n)
+		}
+		if now, err := qemuPID(b.domain); err != nil || now != b.pid {
+			t.Errorf("the QEMU of %s is pid %d (%v), was %d: the VM was restarted, not rebooted", m.Name, now, err, b.pid)
+		}
 	}
 
 	s.scale(0)
@@ -127,6 +139,41 @@ func TestVMInPlaceReboot(t *testing.T) {
 		qemus := s.vm.qemuProcesses()
 		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
 	})
+}
+
+// createInPlaceStrategy switches the scenario's deployment to strategy
+// InPlace with maxUnavailable 1.
+func (s *scenario) createInPlaceStrategy(orchestration v1alpha1.InPlaceOrchestration, maxFailed int32) {
+	s.t.Helper()
+	one := intstr.FromInt(1)
+	s.updateDeployment(func(md *v1alpha1.MachineDeployment) {
+		md.Spec.Strategy = v1alpha1.MachineDeploymentStrategy{
+			Type: v1alpha1.InPlaceStrategy,
+			InPlace: &v1alpha1.InPlaceMachineDeployment{
+				Orchestration: orchestration, MaxUnavailable: &one, MaxFailed: &maxFailed,
+			},
+		}
+	})
+}
+
+// checkNodeVersions: each Machine's Node reports version as its kubelet's.
+func (s *scenario) checkNodeVersions(ms []v1alpha1.Machine, version string) {
+	s.t.Helper()
+	for _, m := range ms {
+		node := s.nodeNamed(nodeOf(&m))
+		if got := node.Status.NodeInfo.KubeletVersion; got != version {
+			s.t.Errorf("Node %s of %s reports kubelet %q, want %q", node.Name, m.Name, got, version)
+		}
+	}
+}
+
+func (s *scenario) nodeNamed(name string) *corev1.Node {
+	s.t.Helper()
+	node := &corev1.Node{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
+		s.t.Fatal(err)
+	}
+	return node
 }
 
 // bootsIn counts the boots a console log shows: the node agent's pid 1
