@@ -262,9 +262,17 @@ func (st *ipState) closeOne(t *ipSet, name string) {
 		st.report.Reverted = append(st.report.Reverted, name)
 	case m.UpdateTarget == t.name && m.Phase == v1alpha1.InPlaceRefused || m.Marked:
 		// Its own set deletes it (replicas stay lowered), then the
-		// target creates its replacement (replicas stay raised).
+		// target creates its replacement (replicas stay raised). The
+		// mark goes first and alone: the lists drop the Machine only in
+		// a later reconcile, once this deployment's cache shows the mark.
+		// The MachineSet reads the same cache, so it sees the mark before
+		// the shorter list; its Machine and MachineSet watches are
+		// separate, and a list change seen first would make it pick
+		// another victim.
 		if !m.Marked {
-			st.steps = append(st.steps, Step{Machine: name, Delete: true, Why: "refused in place: replaced"})
+			st.steps = append(st.steps, Step{Machine: name, Delete: true, Why: "refused in place: marked for deletion"})
+			st.report.InTransit++
+			return
 		}
 		if src != nil && src.out[name] {
 			delete(src.out, name)
@@ -352,6 +360,15 @@ func (st *ipState) start() {
 		return
 	case st.in.Frozen:
 		st.report.Stopped = "frozen by the safety controller"
+		return
+	}
+	if failed := int32(len(st.report.Failed)); len(candidates) > 0 && unavailable >= ip.MaxUnavailable && unavailable-failed < ip.MaxUnavailable {
+		// Within maxFailed, but the failed Machines (cordoned until
+		// retried) are what hold every maxUnavailable slot: the rollout
+		// is stopped by them all the same, and says so.
+		st.report.Stopped = fmt.Sprintf("%d in-place updates to %s failed; their Machines stay cordoned until retried and take %d of maxUnavailable %d: %s",
+			failed, n.name, failed, ip.MaxUnavailable, firstFew(st.report.Failed))
+		st.report.TooManyFailed = true
 		return
 	}
 	if ip.Manual && len(candidates) == 0 && st.report.InTransit == 0 && st.report.Left > 0 {
