@@ -63,6 +63,7 @@ type Reconciler struct {
 	contract contractWatches
 	failures failureMemory
 	creates  *creates
+	written  ownWrites
 }
 
 // Reconcile moves one Machine forward and records where it stands.
@@ -78,8 +79,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.APIReader.Get(ctx, req.NamespacedName, m); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+	} else if r.written.behind(m.UID, m.ResourceVersion) {
+		// The cache has not seen our last write yet; its watch event
+		// reconciles the Machine again (see ownWrites). The requeue is a
+		// backstop.
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	s := r.newScope(ctx, m)
+	defer func() {
+		if !s.gone {
+			r.written.record(m.UID, s.replaced, m.ResourceVersion)
+		}
+	}()
 	why, err := r.pausedBy(ctx, m)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -111,6 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if s.gone {
 		r.failures.forget(m.UID)
 		r.creates.forget(m.UID)
+		r.written.forget(m.UID)
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}
