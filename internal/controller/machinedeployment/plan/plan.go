@@ -21,6 +21,9 @@ const (
 type Result struct {
 	Mode    string
 	Targets []Target
+	// Held: a rolling step smaller than the batch was held back (see
+	// hold); the controller comes back after its coalescing delay.
+	Held bool
 }
 
 // Target is what one MachineSet should have after this reconcile.
@@ -78,6 +81,9 @@ func Plan(in Input) Result {
 	}
 	for i := range r.Targets {
 		in.finish(&r.Targets[i])
+	}
+	if r.Mode == ModeRolling {
+		r.Held = hold(in, r.Targets)
 	}
 	return r
 }
