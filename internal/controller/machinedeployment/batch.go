@@ -9,8 +9,10 @@ import (
 // plan.BatchOf) may wait for more Machines to become available or go
 // before it is written anyway: short beside a Machine's create → Ready
 // (seconds), long beside the arrival of the next Machine event in a wave
-// that moves many at once.
-const holdDelay = time.Second
+// that moves many at once. At 1 s the rolling update of 200 Machines
+// (test/bench) took 47 s instead of 37 s: every replacement waited twice,
+// once to shrink, once to grow.
+const holdDelay = 500 * time.Millisecond
 
 // holds remembers, per deployment, since when a step has been held.
 type holds struct {

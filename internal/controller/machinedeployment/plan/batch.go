@@ -12,14 +12,16 @@ func BatchOf(surge, unavailable int32) int32 {
 	return max(1, (surge+unavailable)/5)
 }
 
-// hold keeps a rolling step smaller than in.Batch back, unchanged, while a
-// Machine is on its way — a new one not yet available, or one being
-// deleted — whose event will wake the next reconcile with a larger step;
-// and at most once (in.HoldExpired: the controller holds a step for a
-// short coalescing delay, see the machinedeployment package). A step
-// with nothing in flight is written at once: no event would come.
+// hold keeps a rolling step smaller than in.Batch back, unchanged, while
+// enough Machines are on their way to make it a batch — new ones not yet
+// available, whose availability lets old sets shrink, and ones being
+// deleted, whose end lets the new set grow — since their events wake the
+// next reconcile with a larger step; and at most once (in.HoldExpired:
+// the controller holds a step for a short coalescing delay, see the
+// machinedeployment package). A step that the Machines on their way
+// cannot make a batch is written at once: waiting would only slow it.
 func hold(in Input, targets []Target) bool {
-	if in.Batch <= 1 || in.HoldExpired || !in.inFlight() {
+	if in.Batch <= 1 || in.HoldExpired {
 		return false
 	}
 	var shrink, grow int32
@@ -34,7 +36,7 @@ func hold(in Input, targets []Target) bool {
 		}
 	}
 	moved := max(shrink, grow)
-	if moved == 0 || moved >= in.Batch {
+	if moved == 0 || moved >= in.Batch || moved+in.onTheirWay() < in.Batch {
 		return false
 	}
 	for i := range targets {
@@ -47,16 +49,15 @@ func hold(in Input, targets []Target) bool {
 	return true
 }
 
-// inFlight reports whether a Machine is on its way: one of the new set
-// not available yet, or one being deleted.
-func (in Input) inFlight() bool {
-	if n := in.New; n != nil && (n.live() > n.Available || n.Terminating > 0) {
-		return true
+// onTheirWay counts the Machines whose next event changes the plan: the
+// new set's not yet available, and those being deleted.
+func (in Input) onTheirWay() int32 {
+	var n int32
+	if in.New != nil {
+		n += max(0, in.New.live()-in.New.Available) + in.New.Terminating
 	}
 	for _, s := range in.Old {
-		if s.Terminating > 0 {
-			return true
-		}
+		n += s.Terminating
 	}
-	return false
+	return n
 }
