@@ -70,6 +70,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &v1alpha1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if _, _, ok := r.creates.result(m.UID); ok {
@@ -79,18 +82,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.APIReader.Get(ctx, req.NamespacedName, m); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-	} else if r.written.behind(m.UID, m.ResourceVersion) {
+	} else if r.written.behind(req.NamespacedName, m.UID, m.ResourceVersion) {
 		// The cache has not seen our last write yet; its watch event
 		// reconciles the Machine again (see ownWrites). The requeue is a
 		// backstop.
 		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	s := r.newScope(ctx, m)
-	defer func() {
-		if !s.gone {
-			r.written.record(m.UID, s.replaced, m.ResourceVersion)
-		}
-	}()
+	defer func() { r.written.record(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion, s.gone) }()
 	why, err := r.pausedBy(ctx, m)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -122,7 +121,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if s.gone {
 		r.failures.forget(m.UID)
 		r.creates.forget(m.UID)
-		r.written.forget(m.UID)
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}

@@ -8,10 +8,10 @@ import (
 // holdDelay is how long a rolling step smaller than the batch (see
 // plan.BatchOf) may wait for more Machines to become available or go
 // before it is written anyway: short beside a Machine's create → Ready
-// (seconds), long beside the arrival of the next Machine event in a wave
-// that moves many at once. At 1 s the rolling update of 200 Machines
-// (test/bench) took 47 s instead of 37 s: every replacement waited twice,
-// once to shrink, once to grow.
+// (seconds), long beside the gap between Machine events in a wave that
+// moves many at once. A replacement can wait twice (once for its old
+// Machine to go, once for its new one to start), so twice this bounds
+// what batching adds to it.
 const holdDelay = 500 * time.Millisecond
 
 // holds remembers, per deployment, since when a step has been held.
