@@ -37,9 +37,9 @@ func (o *Options) managerOptions(scheme *runtime.Scheme) ctrl.Options {
 		RetryPeriod:                   &le.RetryPeriod,
 		Controller:                    ctrlconfig.Controller(),
 	}
-	// No controller reads managedFields; dropping them from the cache
-	// saves a good part of every cached object's memory.
-	opts.Cache = cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	// No controller reads managedFields, nor most of a Node's status:
+	// dropping them from the cache saves a good part of its memory.
+	opts.Cache = cache.Options{DefaultTransform: cacheTransform}
 	if o.Namespace != "" {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}

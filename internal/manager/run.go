@@ -8,7 +8,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -55,7 +54,7 @@ func Run(ctx context.Context, o *Options) error {
 	if o.TargetKubeconfig != "" {
 		if target, err = cluster.New(targetCfg, func(co *cluster.Options) {
 			co.Scheme = scheme
-			co.Cache.DefaultTransform = cache.TransformStripManagedFields()
+			co.Cache.DefaultTransform = cacheTransform
 		}); err != nil {
 			return fmt.Errorf("target cluster: %w", err)
 		}

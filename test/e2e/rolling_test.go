@@ -48,8 +48,11 @@ func rollingUpdate(t *testing.T, name string, policy v1alpha1.ReplacementPolicy)
 	s.rollTo("large")
 	after := s.waitFleet(replicas, "large", 6*time.Minute)
 	pods := s.waitWorkload(20, 2*time.Minute)
+	rec.mu.Lock() // the recorder's checks, which update largest, run under it
+	seen := *largest
+	rec.mu.Unlock()
 	t.Logf("%s: largest fleet seen %d Machine objects, %d not being deleted (replicas %d, maxSurge %d)",
-		policy, largest.objects, largest.live, replicas, surge)
+		policy, seen.objects, seen.live, replicas, surge)
 
 	newNodes := map[string]bool{}
 	for _, m := range after {

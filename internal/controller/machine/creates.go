@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -51,6 +52,10 @@ type createCall struct {
 	abandoned bool
 	resp      *driver.CreateMachineResponse
 	err       error
+	// secret is what the call was made with: the InitializeMachine that
+	// follows a create takes it too, instead of reading the class's
+	// Secret from the API server again.
+	secret *corev1.Secret
 }
 
 func newCreates(concurrency int) *creates {
@@ -76,13 +81,13 @@ func (c *creates) Start(ctx context.Context) error {
 // copy nobody mutates: the call reads it while the reconcile goes on.
 // reconcileCtx only lends the call its logger: the call outlives the
 // reconcile.
-func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, call func(context.Context) (*driver.CreateMachineResponse, error)) {
+func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, secret *corev1.Secret, call func(context.Context) (*driver.CreateMachineResponse, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.calls[m.UID]; ok {
 		return
 	}
-	cc := &createCall{}
+	cc := &createCall{secret: secret}
 	c.calls[m.UID] = cc
 	ctx := log.IntoContext(c.ctx, log.FromContext(reconcileCtx))
 	go func() {
@@ -140,6 +145,17 @@ func (c *creates) result(uid types.UID) (resp *driver.CreateMachineResponse, err
 		return nil, nil, false
 	}
 	return cc.resp, cc.err, true
+}
+
+// secret returns the Secret the Machine's known create was made with, nil
+// if none.
+func (c *creates) secret(uid types.UID) *corev1.Secret {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.calls[uid]; ok {
+		return cc.secret
+	}
+	return nil
 }
 
 // forget drops the finished create of a Machine whose status now records

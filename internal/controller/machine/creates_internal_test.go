@@ -44,7 +44,7 @@ func TestCreatesReleaseTheirSlotWhenCancelled(t *testing.T) {
 	c.stop() // the manager stopped while creates waited: slot and Done both ready
 	var called atomic.Int32
 	for i := range 64 {
-		c.start(context.Background(), machineWithUID(i), func(context.Context) (*driver.CreateMachineResponse, error) {
+		c.start(context.Background(), machineWithUID(i), nil, func(context.Context) (*driver.CreateMachineResponse, error) {
 			called.Add(1)
 			return &driver.CreateMachineResponse{}, nil
 		})
@@ -66,7 +66,7 @@ func TestCreatesOutliveTheReconcile(t *testing.T) {
 	reconcileCtx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := range 3 { // one slot: each waits for the one before
-		c.start(reconcileCtx, machineWithUID(i), func(ctx context.Context) (*driver.CreateMachineResponse, error) {
+		c.start(reconcileCtx, machineWithUID(i), nil, func(ctx context.Context) (*driver.CreateMachineResponse, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}

@@ -281,10 +281,13 @@ func (r *Reconciler) deleteNode(ctx context.Context, s *scope) (bool, reconcile.
 	}
 	err := r.deleteNodeObjects(ctx, s)
 	if err == nil {
-		// Part of the reconcile's one summary Event (see emitSucceeded), with
-		// the drain and the VM delete when they finished in it too.
-		s.succeeded.reason = "NodeDeleted"
-		s.succeeded.descriptions = append(s.succeeded.descriptions, "deleted Node "+s.node.Name)
+		// A routine deletion emits no Event (see routineOps); one that
+		// got over a failure in this reconcile says so in its summary
+		// Event (see emitSucceeded), which names the Node too.
+		if s.succeeded.reason != "" {
+			s.succeeded.reason = "NodeDeleted"
+			s.succeeded.descriptions = append(s.succeeded.descriptions, "deleted Node "+s.node.Name)
+		}
 		return true, reconcile.Result{}, nil
 	}
 	timeout := s.life.nodeDeletionTimeout

@@ -63,12 +63,16 @@ type Reconciler struct {
 	contract contractWatches
 	failures failureMemory
 	creates  *creates
+	written  ownWrites
 }
 
 // Reconcile moves one Machine forward and records where it stands.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	m := &v1alpha1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if _, _, ok := r.creates.result(m.UID); ok {
@@ -78,8 +82,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.APIReader.Get(ctx, req.NamespacedName, m); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
+	} else if r.written.behind(req.NamespacedName, m.UID, m.ResourceVersion) {
+		// The cache has not seen our last write yet; its watch event
+		// reconciles the Machine again (see ownWrites). The requeue is a
+		// backstop.
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	s := r.newScope(ctx, m)
+	defer func() { r.written.record(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion, s.gone) }()
 	why, err := r.pausedBy(ctx, m)
 	if err != nil {
 		return reconcile.Result{}, err

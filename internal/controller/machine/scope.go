@@ -61,6 +61,9 @@ type scope struct {
 	// status is written with the create's outcome, not now (see
 	// driverInfra.create).
 	statusWithCreate bool
+	// replaced are the versions of the Machine this reconcile's writes
+	// replaced, oldest first (see ownWrites).
+	replaced []string
 }
 
 // routineOps are the operations every Machine goes through on its way to
@@ -69,10 +72,16 @@ type scope struct {
 // Machine's writes. The Machine's status records them (lastOperation,
 // the conditions' transition times); docs/machine-phases.md says what
 // Events remain.
+//
+// The drain is routine too, and so is the Node's deletion after it (see
+// deleteNode): a rolling update deletes as many Machines as it creates,
+// and the MachineSet's MachinesDeleted Event already names them. Events
+// on a Machine about to be gone were a write per replaced Machine.
 var routineOps = map[v1alpha1.MachineOperationType]bool{
 	v1alpha1.OperationCreate:      true,
 	v1alpha1.OperationInitialize:  true,
 	v1alpha1.OperationHealthCheck: true,
+	v1alpha1.OperationDrain:       true,
 }
 
 // succeededOps are successful operations waiting for their Event.
@@ -86,7 +95,18 @@ type succeededOps struct {
 // An owner-reference change is written only on the version read (see
 // package patch).
 func (s *scope) patchObject(ctx context.Context) error {
-	return s.writer.PatchObject(ctx, s.machine)
+	return s.track(func() error { return s.writer.PatchObject(ctx, s.machine) })
+}
+
+// track runs one write of s.machine and notes the version it replaced
+// (see ownWrites).
+func (s *scope) track(write func() error) error {
+	before := s.machine.ResourceVersion
+	err := write()
+	if v := s.machine.ResourceVersion; v != before && before != "" {
+		s.replaced = append(s.replaced, before)
+	}
+	return err
 }
 
 // setFinalizer adds (or, with remove, removes) the Machine's finalizer
@@ -94,11 +114,16 @@ func (s *scope) patchObject(ctx context.Context) error {
 // reconcile read it, so a finalizer another controller added meanwhile is
 // never dropped; a Conflict redoes the reconcile. The writer's snapshot
 // takes the written list too, so the finalizer is not sent again.
-func (s *scope) setFinalizer(ctx context.Context, remove bool) (bool, error) {
-	if remove {
-		return finalizer.Remove(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
-	}
-	return finalizer.Add(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
+func (s *scope) setFinalizer(ctx context.Context, remove bool) (wrote bool, err error) {
+	err = s.track(func() error {
+		if remove {
+			wrote, err = finalizer.Remove(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
+		} else {
+			wrote, err = finalizer.Add(ctx, s.r.Client, v1alpha1.MachineFinalizer, s.machine, s.writer.Base())
+		}
+		return err
+	})
+	return wrote, err
 }
 
 // patch writes all changes: metadata/spec, then status — but not the
@@ -106,10 +131,10 @@ func (s *scope) setFinalizer(ctx context.Context, remove bool) (bool, error) {
 // driverInfra.create): whatever it holds is computed again, with the
 // create's outcome, by the reconcile the end of the call wakes.
 func (s *scope) patch(ctx context.Context) error {
-	if s.statusWithCreate {
-		return s.writer.PatchObject(ctx, s.machine)
+	if err := s.patchObject(ctx); err != nil || s.statusWithCreate {
+		return err
 	}
-	return s.writer.Patch(ctx, s.machine)
+	return s.track(func() error { return s.writer.PatchStatus(ctx, s.machine) })
 }
 
 // checkpoint writes everything now, in the middle of a reconcile; the

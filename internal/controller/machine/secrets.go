@@ -53,8 +53,14 @@ func (r *Reconciler) driverSecret(ctx context.Context, s *scope, class *v1alpha1
 	}
 	userData = replacePlaceholder(userData, machineNamePlaceholder, s.machine.Name)
 	secret.Data[userDataKey] = []byte(userData)
-	s.setCondition(v1alpha1.BootstrapReadyCondition, metav1.ConditionTrue, ReasonBootstrapDataReady, "bootstrap data is available")
+	bootstrapReady(s)
 	return secret, nil
+}
+
+// bootstrapReady records that the Machine's bootstrap data is in the
+// driver's Secret.
+func bootstrapReady(s *scope) {
+	s.setCondition(v1alpha1.BootstrapReadyCondition, metav1.ConditionTrue, ReasonBootstrapDataReady, "bootstrap data is available")
 }
 
 // bootstrapData returns the Machine's bootstrap data: the Secret named by

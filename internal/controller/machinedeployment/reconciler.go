@@ -34,6 +34,7 @@ type Reconciler struct {
 	Nodes client.Reader
 
 	expectations expectations
+	holds        holds
 }
 
 // Reconcile moves one MachineDeployment's rollout one step and records
@@ -43,6 +44,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
+			r.holds.drop(req.String())
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

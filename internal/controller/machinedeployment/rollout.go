@@ -10,6 +10,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // rollout asks the planner (package plan) for every set's size and writes
@@ -22,9 +23,19 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 	}
 	s.countMachines()
 	defer s.emitScaled()
-	p := plan.Plan(s.planInput(ctx))
+	in := s.planInput(ctx)
+	in.HoldExpired = s.r.holds.expired(s.key, s.now)
+	p := plan.Plan(in)
 	if p.Mode == plan.ModeInPlace {
 		return r.rolloutInPlace(ctx, s, p)
+	}
+	res := reconcile.Result{RequeueAfter: s.nextAvailable}
+	if p.Held {
+		// Come back with the steps the Machine events of the coming
+		// second add, or write this one then (see plan.BatchOf).
+		res = requeue.Soonest(res, reconcile.Result{RequeueAfter: s.r.holds.held(s.key, s.now)})
+	} else {
+		s.r.holds.drop(s.key)
 	}
 	for _, t := range p.Writes() {
 		s.log.V(1).Info("rollout plan", "mode", p.Mode, "machineSet", t.Name, "from", t.From, "to", t.To, "why", t.Why)
@@ -38,14 +49,14 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 			return reconcile.Result{}, err
 		}
 	}
-	return reconcile.Result{RequeueAfter: s.nextAvailable}, nil
+	return res, nil
 }
 
 // planInput is what the planner decides from.
 func (s *scope) planInput(ctx context.Context) plan.Input {
 	in := plan.Input{
 		Strategy: s.md.Spec.Strategy.Type, Policy: plan.Policy(s.md), Replicas: s.md.Spec.Replicas,
-		MaxSurge: s.surge, MaxUnavailable: s.unavailable,
+		MaxSurge: s.surge, MaxUnavailable: s.unavailable, Batch: plan.BatchOf(s.surge, s.unavailable),
 		Paused: s.md.Spec.Paused, Frozen: s.frozen, StatusReplicas: s.md.Status.Replicas,
 		InPlace: s.inPlaceSettings,
 	}

@@ -184,13 +184,20 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 	}
 	delete(c.failures, key)
 
-	found := findOrphans(resp.MachineList, func(name string) *v1alpha1.Machine {
-		m := &v1alpha1.Machine{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: name}, m); err != nil {
-			return nil
-		}
-		return m
-	})
+	// One list of the namespace's Machines, read after the VMs: a cached
+	// Get per VM (a copy of each Machine and a type lookup) was 28 % of
+	// the manager's CPU during a rollout at 5000 Machines
+	// (docs/benchmarks.md). The cache's own objects, only read.
+	machines := &v1alpha1.MachineList{}
+	if err := c.Client.List(ctx, machines, client.InNamespace(class.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		lg.Error(err, "listing the Machines of the class's namespace")
+		return c.retry(key, driverpolicy.Retry), false
+	}
+	byName := make(map[string]*v1alpha1.Machine, len(machines.Items))
+	for i := range machines.Items {
+		byName[machines.Items[i].Name] = &machines.Items[i]
+	}
+	found := findOrphans(resp.MachineList, func(name string) *v1alpha1.Machine { return byName[name] })
 	orphansFound.WithLabelValues(class.Spec.Provider).Add(float64(len(found)))
 	orphansCollected.WithLabelValues(class.Spec.Provider) // a 0 from the first pass on, for rate() and the dashboard
 	confirmed, fresh := c.seen.advance(key, found, time.Now())

@@ -91,7 +91,7 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 		return reconcile.Result{}, err
 	}
 	sets := &v1alpha1.MachineSetList{}
-	if err := o.client.List(ctx, sets, client.InNamespace(md.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := o.client.List(ctx, sets, client.InNamespace(md.Namespace), ownerindex.ControlledBy(md.UID), client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	var n int32

@@ -21,7 +21,7 @@ import (
 // for MachineDeployments. Each checks an object when it changes, when one
 // of its Machines is created or deleted, and every overshooting period.
 func (o *overshoot) setup(ctx context.Context, mgr ctrl.Manager) error {
-	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}); err != nil {
+	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}, &v1alpha1.MachineSet{}); err != nil {
 		return err
 	}
 	changed := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},

@@ -106,6 +106,8 @@ var scenarios = []scenario{
 		events: []event{at(0, template("v2"))}, converges: true},
 	{name: "rolling-100-surge10pct-unavailable0-started", replicas: 100, surge: "10%", unavailable: "0", policy: v1alpha1.TerminationStarted,
 		events: []event{at(0, template("v2"))}, converges: true},
+	{name: "rolling-100-surge30pct-unavailable0", replicas: 100, surge: "30%", unavailable: "0",
+		events: []event{at(0, template("v2"))}, converges: true},
 	{name: "rolling-scale-out-during-rollout", replicas: 10, surge: "2", unavailable: "1",
 		events: []event{at(0, template("v2")), at(3, replicas(15))}, converges: true},
 	{name: "rolling-scale-in-during-rollout", replicas: 10, surge: "2", unavailable: "1",
@@ -207,8 +209,8 @@ func simulate(sc scenario, seed uint64) *world {
 		}
 	}
 	avail, _ := w.available()
-	w.logf("end at step %d: %d Machines (at most %d, %d not being deleted), %d available\n",
-		w.step, w.fleet(), w.maxFleet, w.maxLive, avail)
+	w.logf("end at step %d: %d Machines (at most %d, %d not being deleted), %d available, %d MachineSet writes\n",
+		w.step, w.fleet(), w.maxFleet, w.maxLive, avail, w.setWrites)
 	return w
 }
 

@@ -22,6 +22,12 @@ type Input struct {
 	// StatusReplicas is the deployment's status.replicas: the base of
 	// proportional scaling for a set without the max-replicas annotation.
 	StatusReplicas int32
+	// Batch is the smallest rolling step written while Machines are on
+	// their way (BatchOf); 0 or 1 writes every step. HoldExpired: the
+	// last step smaller than Batch was held for the coalescing delay, and
+	// this one is written whatever its size.
+	Batch       int32
+	HoldExpired bool
 	// New is the set of the current template; nil until it exists.
 	New *Set
 	// Old are the other owned sets, oldest first, sets being deleted

@@ -26,6 +26,9 @@ type Result struct {
 	Steps []Step
 	// InPlace (strategy InPlace) says what the plan found.
 	InPlace *InPlaceReport
+	// Held: a rolling step smaller than the batch was held back (see
+	// hold); the controller comes back after its coalescing delay.
+	Held bool
 }
 
 // Target is what one MachineSet should have after this reconcile.
@@ -87,6 +90,9 @@ func Plan(in Input) Result {
 	}
 	for i := range r.Targets {
 		in.finish(&r.Targets[i])
+	}
+	if r.Mode == ModeRolling {
+		r.Held = hold(in, r.Targets)
 	}
 	return r
 }

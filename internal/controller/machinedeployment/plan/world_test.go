@@ -31,6 +31,11 @@ type world struct {
 	// availability floor was reached since replicas last changed.
 	maxFleet, maxLive int
 	floorReached      bool
+	// held: the last reconcile held a step below the batch; this one
+	// writes it (the controller's coalescing delay is one step here).
+	held bool
+	// setWrites counts the MachineSet writes of the rollout.
+	setWrites int
 }
 
 type simSet struct {
@@ -86,6 +91,7 @@ func (w *world) input() Input {
 		Strategy: w.md.Spec.Strategy.Type, Policy: Policy(w.md), Replicas: w.md.Spec.Replicas,
 		MaxSurge: surge, MaxUnavailable: unavailable, Paused: w.md.Spec.Paused,
 		Frozen: w.md.Labels[v1alpha1.FrozenLabel] != "",
+		Batch:  BatchOf(surge, unavailable), HoldExpired: w.held,
 	}
 	for _, s := range w.sets {
 		v := Set{Name: s.name, Revision: s.revision, Spec: s.spec, Desired: s.desired, HasDesired: s.annotated, MaxReplicas: s.maxReplica}
@@ -129,7 +135,17 @@ func (w *world) reconcile() bool {
 	}
 	in := w.input()
 	p := Plan(in)
+	w.held = p.Held
 	writes := p.Writes()
+	if p.Held {
+		w.logf("step %3d %-8s held:", w.step, p.Mode)
+		for _, t := range p.Targets {
+			if strings.Contains(t.Why, "; held at") {
+				w.logf(" %s %s |", t.Name, t.Why)
+			}
+		}
+		w.logf("\n")
+	}
 	if len(writes) == 0 {
 		return false
 	}
@@ -150,6 +166,7 @@ func (w *world) reconcile() bool {
 		w.logf(" %s %s→%d%s %s |", name, from, t.To, had, t.Why)
 	}
 	w.logf("\n")
+	w.setWrites += len(writes)
 	for _, t := range writes {
 		s := w.set(t.Name)
 		if t.Create {

@@ -1,0 +1,55 @@
+package machine
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A cache that shows a version our own writes replaced is behind; one
+// that shows our last write, or a newer one of someone else, is not, and
+// ends the record. Once our write removed the last finalizer, every
+// version is behind, until the cache no longer has the Machine.
+func TestOwnWrites(t *testing.T) {
+	var o ownWrites
+	k := types.NamespacedName{Namespace: "ns", Name: "m"}
+	o.record(k, "u", []string{"1", "2"}, "3", false) // an object patch, then a status patch
+	for _, v := range []string{"1", "2"} {
+		if !o.behind(k, "u", v) {
+			t.Errorf("version %s, replaced by our writes: not behind", v)
+		}
+	}
+	if o.behind(k, "u", "3") {
+		t.Error("version 3, our last write: behind")
+	}
+	if o.behind(k, "u", "1") {
+		t.Error("version 1 after the cache showed our last write: behind (the record should have ended)")
+	}
+	o.record(k, "u", []string{"3"}, "4", false)
+	if o.behind(k, "u", "7") || o.behind(k, "u", "3") {
+		t.Error("after someone else's write the record should have ended")
+	}
+	o.record(k, "u", nil, "9", false)
+	if o.behind(k, "u", "9") {
+		t.Error("a reconcile that wrote nothing left a record")
+	}
+
+	o.record(k, "u", []string{"9", "10"}, "11", true) // the finalizer's removal
+	for _, v := range []string{"9", "10", "11"} {
+		if !o.behind(k, "u", v) {
+			t.Errorf("version %s of a Machine our write deleted: not behind", v)
+		}
+	}
+	if o.behind(k, "other", "11") {
+		t.Error("a new Machine of the same name: behind")
+	}
+	o.record(k, "v", nil, "12", true) // another controller's finalizer holds it: we wrote nothing
+	if o.behind(k, "v", "12") {
+		t.Error("a Machine without our finalizer, which we did not write: behind")
+	}
+	o.record(k, "u", []string{"9"}, "10", true)
+	o.forget(k)
+	if o.behind(k, "u", "9") {
+		t.Error("behind after forget")
+	}
+}
