@@ -46,7 +46,7 @@ func TestInPlaceUpdate(t *testing.T) {
 	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceAuto, 0)
 	before := providerIDs(s.waitFleet(replicas, "team-a", 3*time.Minute))
 	s.createWorkload(8, 6)
-	rec := s.record(budgetKept(6), withinInPlaceBounds(replicas, 1))
+	rec := s.record(budgetKept(6), withinInPlaceBounds(replicas, replicas, 1))
 
 	s.rollTo("team-b")
 	after := s.waitFleet(replicas, "team-b", 4*time.Minute)
@@ -80,7 +80,7 @@ func TestInPlaceRefusedIsReplaced(t *testing.T) {
 	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceAuto, 0)
 	before := providerIDs(s.waitFleet(replicas, "team-a", 3*time.Minute))
 	// A refused Machine is deleted beside its replacement: one more at most.
-	rec := s.record(withinInPlaceBounds(replicas+1, 1))
+	rec := s.record(withinInPlaceBounds(replicas, replicas+1, 1))
 
 	s.rollTo("other-image")
 	after := s.waitFleet(replicas, "other-image", 4*time.Minute)
@@ -105,7 +105,7 @@ func TestInPlaceManualCanary(t *testing.T) {
 	s.createClass("team-b", teamB)
 	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceManual, 0)
 	fleet := s.waitFleet(replicas, "team-a", 3*time.Minute)
-	rec := s.record(withinInPlaceBounds(replicas, 1))
+	rec := s.record(withinInPlaceBounds(replicas, replicas, 1))
 
 	s.rollTo("team-b")
 	s.consistently(5*time.Second, "no Machine updated before one is selected", func() error {
@@ -148,7 +148,7 @@ func TestInPlaceFailureStopsRollout(t *testing.T) {
 	s.createClass("team-c", teamC)
 	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceAuto, 0)
 	before := providerIDs(s.waitFleet(replicas, "team-a", 3*time.Minute))
-	rec := s.record(withinInPlaceBounds(replicas, 1))
+	rec := s.record(withinInPlaceBounds(replicas, replicas, 1))
 
 	s.rollTo("failing")
 	var failed *v1alpha1.Machine
@@ -207,28 +207,30 @@ func (s *scenario) createInPlaceDeployment(replicas int32, class string, orchest
 	s.createInPlaceStrategy(orchestration, maxFailed)
 }
 
-// withinInPlaceBounds is the invariant of an in-place update: never more
-// than most Machines (not failed) exist, and at most maxUnavailable are
-// unavailable: not Ready, being updated (draining, updating, waiting for
-// its node) or on a cordoned Node.
-func withinInPlaceBounds(most, maxUnavailable int) check {
+// withinInPlaceBounds is the invariant of an in-place update of replicas
+// Machines: never more than most Machines (not failed) exist, and at least
+// replicas − maxUnavailable of them serve: Ready, not being deleted, not
+// being updated (draining, updating, waiting for its node) and not on a
+// cordoned Node. A refused Machine being replaced and its replacement
+// not yet Ready take one slot between them: the replacement is extra.
+func withinInPlaceBounds(replicas, most, maxUnavailable int) check {
 	return func(r *recorder) string {
 		var objects int
-		var down []string
+		var serving []string
 		for _, m := range r.machinesLocked() {
 			if m.Status.FailureReason != "" {
 				continue
 			}
 			objects++
-			if !machineReady(m) || updating(m) || r.cordonedLocked(nodeOf(m)) {
-				down = append(down, m.Name)
+			if machineReady(m) && !updating(m) && !r.cordonedLocked(nodeOf(m)) {
+				serving = append(serving, m.Name)
 			}
 		}
 		switch {
 		case objects > most:
 			return fmt.Sprintf("%d Machines exist, more than %d", objects, most)
-		case len(down) > maxUnavailable:
-			return fmt.Sprintf("%d Machines unavailable (%v), more than maxUnavailable %d", len(down), down, maxUnavailable)
+		case len(serving) < replicas-maxUnavailable:
+			return fmt.Sprintf("only %d Machines serve (%v), fewer than %d − maxUnavailable %d", len(serving), serving, replicas, maxUnavailable)
 		}
 		return ""
 	}

@@ -83,7 +83,7 @@ func TestVMInPlaceVersionUpgrade(t *testing.T) {
 	}
 	ids := providerIDs(fleet)
 
-	rec := s.record(withinInPlaceBounds(replicas, 1))
+	rec := s.record(withinInPlaceBounds(replicas, replicas, 1))
 	started := time.Now()
 	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Version = newV })
 	var after []v1alpha1.Machine
