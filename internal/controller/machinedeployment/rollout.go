@@ -10,6 +10,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // rollout asks the planner (package plan) for every set's size and writes
@@ -22,9 +23,22 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 	}
 	s.countMachines()
 	defer s.emitScaled()
-	p := plan.Plan(s.planInput(ctx))
+	in := s.planInput(ctx)
+	p := plan.Plan(in)
+	if err := r.releaseUnwanted(ctx, s, p.Mode == plan.ModeInPlace); err != nil {
+		return reconcile.Result{}, err
+	}
 	if p.Mode == plan.ModeInPlace {
-		return r.rolloutInPlace(ctx, s, p)
+		p, again, err := r.admitStarts(ctx, s, in, p)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		res, err := r.rolloutInPlace(ctx, s, p)
+		if again {
+			// The granted starts are written; ask again for the rest soon.
+			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry})
+		}
+		return res, err
 	}
 	for _, t := range p.Writes() {
 		s.log.V(1).Info("rollout plan", "mode", p.Mode, "machineSet", t.Name, "from", t.From, "to", t.To, "why", t.Why)
