@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -41,15 +42,20 @@ func getBudget(h *controllertest.Harness, name string) *v1alpha1.MachineDisrupti
 	return b
 }
 
+// editMachine patches m on its latest version: the finalizer list is
+// written whole, and the machine controller changes it too.
 func editMachine(h *controllertest.Harness, m *v1alpha1.Machine, edit func(*v1alpha1.Machine)) {
 	h.T.Helper()
-	cur := &v1alpha1.Machine{}
-	if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(m), cur); err != nil {
-		h.T.Fatal(err)
-	}
-	p := client.MergeFrom(cur.DeepCopy())
-	edit(cur)
-	if err := controllertest.Env.Client.Patch(context.Background(), cur, p); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &v1alpha1.Machine{}
+		if err := controllertest.Env.Client.Get(context.Background(), client.ObjectKeyFromObject(m), cur); err != nil {
+			return err
+		}
+		p := client.MergeFromWithOptions(cur.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		edit(cur)
+		return controllertest.Env.Client.Patch(context.Background(), cur, p)
+	})
+	if client.IgnoreNotFound(err) != nil {
 		h.T.Fatal(err)
 	}
 }
