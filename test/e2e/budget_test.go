@@ -81,13 +81,16 @@ func TestDisruptionBudget(t *testing.T) {
 	}
 	s.waitFleet(2*replicas, "large", 8*time.Minute)
 	waiting, unavailable := watched.stop()
+	rec.mu.Lock() // the check writes largest under the recorder's lock
+	seen := *largest
+	rec.mu.Unlock()
 	t.Logf("largest number of voluntarily disrupted Machines seen: %d (budget %d, %d states); most Machines the budget listed waiting: %d; largest currentUnavailable: %d",
-		largest.max, budget, largest.states, waiting, unavailable)
+		seen.max, budget, seen.states, waiting, unavailable)
 
 	if waiting == 0 {
 		t.Errorf("the budget never listed a waiting Machine: the two rollouts were never held back")
 	}
-	if largest.max == 0 {
+	if seen.max == 0 {
 		t.Errorf("no voluntary disruption seen: the check saw nothing")
 	}
 	versions := rec.versionsOf(victim.Name)
@@ -266,4 +269,3 @@ func (w *budgetWatcher) stop() (waiting, unavailable int) {
 	defer w.mu.Unlock()
 	return w.waiting, w.unavailable
 }
-
