@@ -98,6 +98,7 @@ func (g *Gate) Request(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.D
 	for _, b := range budgets {
 		granted, why := check(b, m)
 		if why != "" {
+			// Waiting reads the kind back from this message.
 			d.Message = fmt.Sprintf("%s waits for MachineDisruptionBudget %s: %s", kind, b.Name, why)
 			return d, g.wait(ctx, m, d.Message)
 		}

@@ -76,3 +76,15 @@ func TestUnavailable(t *testing.T) {
 		})
 	}
 }
+
+func TestWaitingReadsTheKindBack(t *testing.T) {
+	m := &v1alpha1.Machine{}
+	if _, ok := disruption.Waiting(m); ok {
+		t.Fatal("a Machine without the condition waits")
+	}
+	m.Status.Conditions = []metav1.Condition{{Type: v1alpha1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
+		Reason: disruption.ReasonWaitingForBudget, Message: "ScaleDown waits for MachineDisruptionBudget web: no disruption allowed now"}}
+	if kind, ok := disruption.Waiting(m); !ok || kind != v1alpha1.DisruptionScaleDown {
+		t.Fatalf("Waiting = %q, %v; want ScaleDown, true", kind, ok)
+	}
+}

@@ -52,19 +52,20 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := machine.RegisterPhaseMetrics(mgr.GetClient()); err != nil {
 		return fmt.Errorf("machine metrics: %w", err)
 	}
-	ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller")}
+	// One gate for every voluntary disruption (docs/disruption-budgets.md).
+	gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
+	ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate}
 	if err := ms.SetupWithManager(ctx, mgr, o.Workers.MachineSet); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
 	md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Nodes: target.GetClient(),
-		Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
+		Recorder: mgr.GetEventRecorder("machinedeployment-controller"), Gate: gate}
 	if err := md.SetupWithManager(ctx, mgr, o.Workers.MachineDeployment); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}
 	if err := machinedeployment.RegisterMetrics(mgr.GetClient()); err != nil {
 		return fmt.Errorf("machinedeployment metrics: %w", err)
 	}
-	gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
 	mhc := &machinehealthcheck.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),

@@ -28,6 +28,13 @@ package machinedeployment
 // owner's finalizers.
 // +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedeployments/finalizers,verbs=update
 //
+// MachineDisruptionBudgets are read (watched: a recount may free a waiting
+// in-place start) and their status patched to record a grant; a Machine
+// held back gets its DisruptionAllowed condition (internal/disruption).
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedisruptionbudgets/status,verbs=patch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machines/status,verbs=patch
+//
 // Events on MachineDeployments (events.k8s.io/v1: created, then patched as a series).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //

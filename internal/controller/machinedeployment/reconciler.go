@@ -15,6 +15,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 // Reconciler reconciles MachineDeployments.
@@ -32,6 +33,10 @@ type Reconciler struct {
 	// also takes a Machine whose Node has UpdateSelectedLabel. Nil: only
 	// the Machine's own label selects it.
 	Nodes client.Reader
+	// Gate is asked before an in-place update starts on a Machine: the
+	// MachineDisruptionBudgets selecting it must allow it
+	// (docs/disruption-budgets.md). Nil allows everything.
+	Gate *disruption.Gate
 
 	expectations expectations
 	holds        holds

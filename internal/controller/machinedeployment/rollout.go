@@ -26,8 +26,20 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) (reconcile.Result, e
 	in := s.planInput(ctx)
 	in.HoldExpired = s.r.holds.expired(s.key, s.now)
 	p := plan.Plan(in)
+	if err := r.releaseUnwanted(ctx, s, p.Mode == plan.ModeInPlace); err != nil {
+		return reconcile.Result{}, err
+	}
 	if p.Mode == plan.ModeInPlace {
-		return r.rolloutInPlace(ctx, s, p)
+		p, again, err := r.admitStarts(ctx, s, in, p)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		res, err := r.rolloutInPlace(ctx, s, p)
+		if again {
+			// The granted starts are written; ask again for the rest soon.
+			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry})
+		}
+		return res, err
 	}
 	res := reconcile.Result{RequeueAfter: s.nextAvailable}
 	if p.Held {

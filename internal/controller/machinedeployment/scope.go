@@ -60,6 +60,10 @@ type scope struct {
 	// inPlace is what this reconcile's in-place plan found.
 	inPlaceSettings *plan.InPlaceSettings
 	inPlace         *plan.InPlaceReport
+	// budgetAsked: this reconcile asked the budgets for its in-place
+	// starts; budgetWait says, when a start waits, for what (budget.go).
+	budgetAsked bool
+	budgetWait  string
 }
 
 // planSets are the sets as the planner (and the revision arithmetic) sees

@@ -56,6 +56,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments)).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToDeployment), builder.WithPredicates(machineCounted())).
+		// A budget's recount may free an in-place start that waits for it.
+		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToDeployments),
+			builder.WithPredicates(allowedChanged())).
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.classToDeployments),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -196,4 +199,34 @@ func (r *Reconciler) classToDeployments(ctx context.Context, o client.Object) []
 		}
 	}
 	return reqs
+}
+
+// budgetToDeployments maps a MachineDisruptionBudget to the InPlace
+// deployments of its namespace: those that may have a start waiting for it
+// (the MachineSet controller asks for rollout deletions, and watches
+// budgets itself).
+func (r *Reconciler) budgetToDeployments(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1alpha1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if md := &list.Items[i]; md.Spec.Strategy.Type == v1alpha1.InPlaceStrategy {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(md)})
+		}
+	}
+	return reqs
+}
+
+// allowedChanged passes budget events that may free a disruption: a
+// creation, a deletion, a new spec or a changed disruptionsAllowed.
+func allowedChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*v1alpha1.MachineDisruptionBudget)
+			n, ok2 := e.ObjectNew.(*v1alpha1.MachineDisruptionBudget)
+			return !ok1 || !ok2 || o.Generation != n.Generation || o.Status.DisruptionsAllowed != n.Status.DisruptionsAllowed
+		},
+	}
 }

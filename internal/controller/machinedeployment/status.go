@@ -51,6 +51,7 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.FrozenCondition)
 	}
+	s.setBudgetWait()
 
 	in := progressInput{
 		Paused: s.md.Spec.Paused, Generation: s.md.Generation, Replicas: s.md.Spec.Replicas,
@@ -71,6 +72,9 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 			in.Awaiting = fmt.Sprintf("strategy.inPlace.orchestration is Manual and no Machine is selected: label the Machines (or their Nodes) to update %s=true",
 				v1alpha1.UpdateSelectedLabel)
 		}
+	}
+	if in.Awaiting == "" {
+		in.Awaiting = s.budgetWait
 	}
 	requeue := updateProgressing(st, in)
 	was := meta.FindStatusCondition(s.readStatus().Conditions, v1alpha1.ProgressingCondition)

@@ -23,14 +23,17 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
+	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
 
 // harness is one test's world: a namespace, a sim cloud with self-Ready
-// Nodes, and a manager running the machine, MachineSet and
-// MachineDeployment controllers for that namespace.
+// Nodes, and a manager running the machine, MachineSet, MachineDeployment
+// and disruption budget controllers for that namespace, the sets and
+// deployments asking the budgets' gate.
 type harness struct {
 	*controllertest.Harness
 }
@@ -38,12 +41,17 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	return &harness{controllertest.New(t, controllertest.Options{
 		Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
-			ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller")}
+			mdb := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+			if err := mdb.SetupWithManager(mgr, 1); err != nil {
+				return err
+			}
+			gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
+			ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate}
 			if err := ms.SetupWithManager(ctx, mgr, 4); err != nil {
 				return err
 			}
 			md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-				Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
+				Recorder: mgr.GetEventRecorder("machinedeployment-controller"), Gate: gate}
 			return md.SetupWithManager(ctx, mgr, 2)
 		},
 	})}

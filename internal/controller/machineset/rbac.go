@@ -16,6 +16,13 @@ package machineset
 // clusters) allows only to who may update the owner's finalizers.
 // +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinesets/finalizers,verbs=update
 //
+// MachineDisruptionBudgets are read (watched: a recount may free a waiting
+// deletion) and their status patched to record a grant; a victim gets its
+// DisruptionAllowed condition and an Event (internal/disruption).
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinedisruptionbudgets/status,verbs=patch
+// +kubebuilder:rbac:groups=machine.millwright.dev,resources=machines/status,verbs=patch
+//
 // Events on MachineSets (events.k8s.io/v1: created, then patched as a series).
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 //

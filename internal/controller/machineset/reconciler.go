@@ -30,6 +30,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/names"
 )
 
@@ -45,6 +46,11 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// MaxCreationWindow caps the slow start; 0 means DefaultMaxCreationWindow.
 	MaxCreationWindow int
+	// Gate is asked before a victim is deleted: the MachineDisruptionBudgets
+	// selecting it must allow it (docs/disruption-budgets.md). Nil allows
+	// everything. Failed Machines are replaced without asking: a failure
+	// is never held back.
+	Gate *disruption.Gate
 
 	expectations expectations
 	replacements replaceBackoff
@@ -70,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// older counts over newer ones (the MachineDeployment scales old sets
 	// down by the available count).
 	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithStatusLock()),
-		key: req.String(), log: log.FromContext(ctx), now: time.Now()}
+		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}}
 	sel, err := ms.Spec.Selector.AsSelector()
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("invalid selector: %w", err)
@@ -89,6 +95,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	var scaleErr error // returned after the status says what failed
 	if r.expectations.satisfied(s.key, s.owned) {
 		res, scaleErr = r.scale(ctx, s)
+		s.scaled = true
+		if scaleErr == nil {
+			scaleErr = r.releaseUnwanted(ctx, s)
+		}
 	} else {
 		// Wait for the cache to show our last creates and deletes; their
 		// watch events wake us up, the requeue covers a lost one.
@@ -149,6 +159,11 @@ type scope struct {
 	// in place; movingIn are those of other sets moving in (see inplace.go).
 	movingOut map[string]bool
 	movingIn  []*v1alpha1.Machine
+	// victims are the Machines the set wants deleted now, asked for or
+	// not; waiting says, when some wait for a budget, which (budget.go).
+	victims map[string]bool
+	waiting string
+	scaled  bool
 }
 
 // collect lists the MachineSet's Machines, adopting orphans that match its
@@ -278,21 +293,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		}
 		return reconcile.Result{}, r.createMachines(ctx, s, n)
 	case diff < 0:
-		// One Event for the reconcile's scale-down, as for its creates:
-		// an Event is an API write, and a rolling update shrinks a set a
-		// few Machines at a time.
-		var deleted []string
-		defer func() {
-			if len(deleted) > 0 {
-				r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), nameList(deleted)))
-			}
-		}()
-		for _, m := range victims(alive, -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now) {
-			if err := r.deleteMachine(ctx, s, m, "scaling down"); err != nil {
-				return reconcile.Result{}, err
-			}
-			deleted = append(deleted, m.Name)
-		}
+		return r.deleteVictims(ctx, s, victims(alive, -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now))
 	}
 	return reconcile.Result{}, nil
 }

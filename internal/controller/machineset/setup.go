@@ -7,9 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -27,6 +30,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Named("machineset").
 		For(&v1alpha1.MachineSet{}).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToSets)).
+		// A budget's recount may free the deletion a scale-down waits for.
+		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToSets),
+			builder.WithPredicates(allowedChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -73,4 +79,33 @@ func inPlaceTargets(o client.Object) []string {
 		out = append(out, m.Status.InPlaceUpdate.TargetSet)
 	}
 	return out
+}
+
+// budgetToSets maps a MachineDisruptionBudget to the sets of its namespace
+// with more Machines than replicas: those that may have a deletion
+// waiting for it.
+func (r *Reconciler) budgetToSets(ctx context.Context, o client.Object) []reconcile.Request {
+	sets := &v1alpha1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range sets.Items {
+		if ms := &sets.Items[i]; ms.Status.Replicas > ms.Spec.Replicas {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ms)})
+		}
+	}
+	return reqs
+}
+
+// allowedChanged passes budget events that may free a disruption: a
+// creation, a deletion, a new spec or a changed disruptionsAllowed.
+func allowedChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*v1alpha1.MachineDisruptionBudget)
+			n, ok2 := e.ObjectNew.(*v1alpha1.MachineDisruptionBudget)
+			return !ok1 || !ok2 || o.Generation != n.Generation || o.Status.DisruptionsAllowed != n.Status.DisruptionsAllowed
+		},
+	}
 }

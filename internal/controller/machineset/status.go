@@ -78,6 +78,7 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 		r.setCondition(s, v1alpha1.ReplicaFailureCondition, metav1.ConditionFalse, "MachineOperationsSucceeded", "the last creates and deletes succeeded")
 	}
 	r.recordProven(s)
+	r.setWaiting(s)
 	if s.ms.Labels[v1alpha1.FrozenLabel] != "" {
 		r.setCondition(s, v1alpha1.FrozenCondition, metav1.ConditionTrue, "FrozenBySafetyController", "scale-up is frozen: too many Machines exist")
 	} else {

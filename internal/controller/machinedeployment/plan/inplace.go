@@ -20,6 +20,12 @@ type InPlaceSettings struct {
 	MaxUnavailable int32
 	// MaxFailed is how many failed updates to the new set are tolerated.
 	MaxFailed int32
+	// Admitted, when not nil, names the only Machines that may start: those
+	// the MachineDisruptionBudgets granted (docs/disruption-budgets.md).
+	// The caller plans, asks the budgets for the plan's starts, and plans
+	// again with the granted ones: a start refused is then not written at
+	// all, neither its set writes nor its target.
+	Admitted map[string]bool
 }
 
 // Machine is what the in-place planner knows of one Machine.
@@ -381,6 +387,9 @@ func (st *ipState) start() {
 	for i, m := range candidates {
 		if unavailable >= ip.MaxUnavailable {
 			break
+		}
+		if ip.Admitted != nil && !ip.Admitted[m.Name] {
+			continue
 		}
 		unavailable++
 		s := sources[i]
