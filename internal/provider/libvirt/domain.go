@@ -86,8 +86,9 @@ func stateVolume(domain string) string { return domain + "-state.img" }
 // finds it (docs/providers/libvirt.md).
 const StateSerial = "millwright-state"
 
-// stateVolumeSize is the state volume's size: the node agent keeps one
-// record of a few KiB at its start.
+// stateVolumeSize is the state volume's size: the node agent keeps its
+// record of a few KiB in two slots, at 0 and at 512 KiB
+// (docs/providers/libvirt.md).
 const stateVolumeSize = 1 << 20
 
 // ConsoleLog is where the serial console of domain is written in dir (the
