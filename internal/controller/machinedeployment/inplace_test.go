@@ -22,15 +22,23 @@ func inPlace(orchestration v1alpha1.InPlaceOrchestration, maxUnavailable int, ma
 		u := intstr.FromInt(maxUnavailable)
 		md.Spec.Strategy = v1alpha1.MachineDeploymentStrategy{Type: v1alpha1.InPlaceStrategy,
 			InPlace: &v1alpha1.InPlaceMachineDeployment{Orchestration: orchestration, MaxUnavailable: &u, MaxFailed: ptr.To(maxFailed)}}
-		md.Spec.Template.Spec.Version = "v1.30.0"
 	}
 }
+
+// The classes the in-place tests move Machines between, on the sim
+// (docs/providers/sim.md): tagged differs from SimSpec by its tags only,
+// which the sim applies to a running VM; failing would too, but every
+// update to it fails for good; narrowed drops zone local-b, which a VM
+// there cannot take (refused) and one in local-a can.
+const (
+	taggedSpec   = `{"region":"local","zones":["local-a","local-b"],"tags":{"team":"payments"}}`
+	failingSpec  = `{"region":"local","zones":["local-a","local-b"],"tags":{"team":"x"},"faults":{"update":{"code":"Internal","message":"boom: the hypervisor said no"}}}`
+	narrowedSpec = `{"region":"local","zones":["local-a"]}`
+)
 
 func useVersion(v string) func(*v1alpha1.MachineDeployment) {
 	return func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Version = v }
 }
-
-func succeed(*v1alpha1.Machine, int) v1alpha1.InPlaceUpdatePhase { return v1alpha1.InPlaceSucceeded }
 
 // names are the Machines' names, sorted.
 func names(ms []v1alpha1.Machine) []string {
@@ -80,14 +88,15 @@ func (h *harness) waitListsEmpty(name string) {
 	})
 }
 
-// TestInPlaceAutoUpdatesEveryMachine: a version change updates the three
-// Machines in place, one at a time: the same Machines (and VMs) end in
-// the new set; every start writes the old set's moving-out list, then the
+// TestInPlaceAutoUpdatesEveryMachine: a class change the driver applies
+// to running VMs (tags) updates the three Machines in place, one at a
+// time: the same Machines (and VMs, now tagged) end in the new set; every start writes the old set's moving-out list, then the
 // new set's moving-in list, then the Machine's target; no set ever creates
 // or deletes a Machine.
 func TestInPlaceAutoUpdatesEveryMachine(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
+	h.Class("tagged", taggedSpec)
 	h.deployment("web", 3, "small", inPlace(v1alpha1.InPlaceAuto, 1, 0))
 	h.waitComplete("web", 90*time.Second)
 	before := h.machines("web")
@@ -99,8 +108,7 @@ func TestInPlaceAutoUpdatesEveryMachine(t *testing.T) {
 
 	log := h.writeLog()
 	w := h.watch("web", inTransitBound(names(before), 1))
-	e := h.executor("web", succeed)
-	h.update("web", useVersion("v1.31.0"))
+	h.update("web", useClass("tagged"))
 	md := h.waitComplete("web", 120*time.Second)
 	w.finish(t)
 	if t.Failed() {
@@ -114,12 +122,18 @@ func TestInPlaceAutoUpdatesEveryMachine(t *testing.T) {
 		t.Errorf("sets after the update: old %d, new %d", sets[0].Spec.Replicas, newSet.Spec.Replicas)
 	}
 	for _, m := range h.machines("web") {
-		if providerIDs[m.Name] != m.Spec.ProviderID || m.Spec.Version != "v1.31.0" || metav1.GetControllerOf(&m).Name != newSet.Name {
-			t.Errorf("Machine %s after the update: providerID %s (was %s), version %s, owner %s", m.Name, m.Spec.ProviderID,
-				providerIDs[m.Name], m.Spec.Version, metav1.GetControllerOf(&m).Name)
+		if providerIDs[m.Name] != m.Spec.ProviderID || m.Spec.Class.Name != "tagged" || metav1.GetControllerOf(&m).Name != newSet.Name {
+			t.Errorf("Machine %s after the update: providerID %s (was %s), class %s, owner %s", m.Name, m.Spec.ProviderID,
+				providerIDs[m.Name], m.Spec.Class.Name, metav1.GetControllerOf(&m).Name)
+		}
+		if vms := h.Sim.Cloud().MachineVMs(h.NS, m.Name); len(vms) != 1 || vms[0].Tags["team"] != "payments" || vms[0].Updates != 1 {
+			t.Errorf("Machine %s: VMs %+v; want its one VM updated once, tagged", m.Name, vms)
 		}
 	}
-	started := e.startedSoFar()
+	if n := len(h.Sim.Cloud().History()); n != 3 {
+		t.Errorf("%d VMs were ever created for 3 Machines", n)
+	}
+	started := log.started()
 	if !slices.Equal(slices.Sorted(slices.Values(started)), names(before)) {
 		t.Errorf("updates started: %v, want each of %v once", started, names(before))
 	}
@@ -137,8 +151,9 @@ func TestInPlaceAutoUpdatesEveryMachine(t *testing.T) {
 	h.ExpectEvent("InPlaceUpdate", md.Name)
 }
 
-// TestInPlaceFailureStopsTheRollout: with maxFailed 0 the first failure
-// stops the update: the failed Machine is given back to its old set (the
+// TestInPlaceFailureStopsTheRollout: a version change, which the Nodes'
+// agents apply (the test plays them: the first Machine's fails, once);
+// with maxFailed 0 the first failure stops the update: the failed Machine is given back to its old set (the
 // new set's write first), Progressing turns False naming it, nothing new
 // starts; once a person removes its target annotation (a retry) the
 // update continues and completes.
@@ -151,18 +166,17 @@ func TestInPlaceFailureStopsTheRollout(t *testing.T) {
 
 	var failed string
 	log := h.writeLog()
-	e := h.executor("web", func(m *v1alpha1.Machine, attempt int) v1alpha1.InPlaceUpdatePhase {
+	agent := h.nodeAgent(func(machine string, attempt int) bool {
 		if failed == "" {
-			failed = m.Name
+			failed = machine
 		}
-		if m.Name == failed && attempt == 1 {
-			return v1alpha1.InPlaceFailed
-		}
-		return v1alpha1.InPlaceSucceeded
+		return machine != failed || attempt > 1
 	})
 	h.update("web", useVersion("v1.31.0"))
 	h.waitCondition("web", v1alpha1.ProgressingCondition, metav1.ConditionFalse, "InPlaceUpdateFailed", 60*time.Second)
-	e.locked(func() { failed = failed + "" })
+	agent.mu.Lock()
+	failed = failed + ""
+	agent.mu.Unlock()
 	c := h.condition("web", v1alpha1.ProgressingCondition)
 	if !strings.Contains(c.Message, failed) || !strings.Contains(c.Message, "boom") || !strings.Contains(c.Message, "maxFailed 0") {
 		t.Errorf("Progressing message %q does not say which Machine failed and why", c.Message)
@@ -191,7 +205,7 @@ func TestInPlaceFailureStopsTheRollout(t *testing.T) {
 		md := h.md("web")
 		return md.Status.ObservedGeneration == md.Generation, nil
 	})
-	if started := e.startedSoFar(); len(started) != 2 {
+	if started := log.started(); len(started) != 2 {
 		t.Errorf("updates started: %v; want the first two only (maxUnavailable 2), none after the failure", started)
 	}
 	m := h.Get(strings.TrimPrefix(failed, h.Prefix))
@@ -208,18 +222,32 @@ func TestInPlaceFailureStopsTheRollout(t *testing.T) {
 	}
 }
 
-// TestInPlaceRefusedIsReplaced: a Machine whose driver refuses the change
-// gets the delete mark; its old set deletes it and the new set creates a
+// TestInPlaceRefusedIsReplaced: a class change dropping a zone: the
+// driver applies it to the Machine in the zone kept and refuses it for the
+// one in the zone dropped (the sim spreads two Machines over the two
+// zones). The refused Machine gets the delete mark; its old set deletes it and the new set creates a
 // replacement, the only Machine created. At most replicas Machines that
 // are not being deleted exist at any time.
 func TestInPlaceRefusedIsReplaced(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
+	h.Class("narrowed", narrowedSpec)
 	h.deployment("web", 2, "small", inPlace(v1alpha1.InPlaceAuto, 1, 0))
 	h.waitComplete("web", 90*time.Second)
 	before := names(h.machines("web"))
+	var refused, kept string
+	for _, m := range h.machines("web") {
+		if strings.Contains(m.Spec.ProviderID, "/local-b/") {
+			refused = m.Name
+		} else {
+			kept = m.Name
+		}
+	}
+	if refused == "" || kept == "" {
+		t.Fatalf("Machines %v: want one in each zone", before)
+	}
+	keptID := h.Get(strings.TrimPrefix(kept, h.Prefix)).Spec.ProviderID
 
-	var refused string
 	w := h.watch("web", func(ms []v1alpha1.Machine) string {
 		live := 0
 		for _, m := range ms {
@@ -232,30 +260,19 @@ func TestInPlaceRefusedIsReplaced(t *testing.T) {
 		}
 		return ""
 	})
-	e := h.executor("web", func(m *v1alpha1.Machine, _ int) v1alpha1.InPlaceUpdatePhase {
-		if refused == "" || refused == m.Name {
-			refused = m.Name
-			return v1alpha1.InPlaceRefused
-		}
-		return v1alpha1.InPlaceSucceeded
-	})
-	h.update("web", useVersion("v1.31.0"))
+	h.update("web", useClass("narrowed"))
 	h.waitComplete("web", 120*time.Second)
 	w.finish(t)
-	e.locked(func() { refused = refused + "" })
 
 	after := names(h.machines("web"))
 	if slices.Contains(after, refused) {
 		t.Errorf("the refused Machine %s is still there: %v", refused, after)
 	}
-	kept := 0
-	for _, n := range after {
-		if slices.Contains(before, n) {
-			kept++
-		}
+	if !slices.Contains(after, kept) || len(after) != 2 {
+		t.Errorf("Machines %v after, %v before: want %s kept and one replacement", after, before, kept)
 	}
-	if kept != 1 {
-		t.Errorf("Machines %v after, %v before: want the one not refused kept and one replacement", after, before)
+	if m := h.Get(strings.TrimPrefix(kept, h.Prefix)); m.Spec.ProviderID != keptID || m.Spec.Class.Name != "narrowed" {
+		t.Errorf("kept Machine %s: providerID %s (was %s), class %s", kept, m.Spec.ProviderID, keptID, m.Spec.Class.Name)
 	}
 	h.ExpectEvent("InPlaceUpdateRefused", h.Prefix+"web")
 }
@@ -267,18 +284,19 @@ func TestInPlaceRefusedIsReplaced(t *testing.T) {
 func TestInPlaceManualWaitsForSelection(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
+	h.Class("tagged", taggedSpec)
 	h.deployment("web", 2, "small", func(md *v1alpha1.MachineDeployment) {
 		inPlace(v1alpha1.InPlaceManual, 1, 0)(md)
 		md.Spec.ProgressDeadlineSeconds = ptr.To[int32](1)
 	})
 	h.waitComplete("web", 90*time.Second)
-	e := h.executor("web", succeed)
-	h.update("web", useVersion("v1.31.0"))
+	log := h.writeLog()
+	h.update("web", useClass("tagged"))
 	h.waitCondition("web", v1alpha1.ProgressingCondition, metav1.ConditionFalse, "ProgressDeadlineExceeded", 60*time.Second)
 	if c := h.condition("web", v1alpha1.ProgressingCondition); !strings.Contains(c.Message, v1alpha1.UpdateSelectedLabel+"=true") {
 		t.Errorf("Progressing message %q does not name the label to set", c.Message)
 	}
-	if started := e.startedSoFar(); len(started) != 0 {
+	if started := log.started(); len(started) != 0 {
 		t.Fatalf("updates started without a selection: %v", started)
 	}
 
@@ -295,44 +313,42 @@ func TestInPlaceManualWaitsForSelection(t *testing.T) {
 		return metav1.GetControllerOf(m).Name == newSet && m.Annotations[v1alpha1.InPlaceTargetAnnotation] == "", nil
 	})
 	h.waitListsEmpty("web")
-	if started := e.startedSoFar(); !slices.Equal(started, []string{canary.Name}) {
+	if started := log.started(); !slices.Equal(started, []string{canary.Name}) {
 		t.Errorf("updates started: %v, want the canary %s only", started, canary.Name)
 	}
 }
 
-// TestInPlaceNewTemplateRetriesAFailedMachine: after a failure stopped the
-// update, a new template (the fix) starts it again: the failed Machine's
+// TestInPlaceNewTemplateRetriesAFailedMachine: after a failure (a class
+// whose every update fails) stopped the update, a new template (a class
+// that works, the fix) starts it again: the failed Machine's
 // stale target is removed and it is updated to the new template with the
 // others; no Machine is replaced.
 func TestInPlaceNewTemplateRetriesAFailedMachine(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", controllertest.SimSpec)
+	h.Class("failing", failingSpec)
+	h.Class("tagged", taggedSpec)
 	h.deployment("web", 2, "small", inPlace(v1alpha1.InPlaceAuto, 1, 0))
 	h.waitComplete("web", 90*time.Second)
 	before := names(h.machines("web"))
 
-	e := h.executor("web", func(m *v1alpha1.Machine, _ int) v1alpha1.InPlaceUpdatePhase {
-		if m.Annotations[v1alpha1.InPlaceTargetAnnotation] != "" && m.Status.InPlaceUpdate.Version == "v1.31.0" {
-			return v1alpha1.InPlaceFailed
-		}
-		return v1alpha1.InPlaceSucceeded
-	})
-	h.update("web", useVersion("v1.31.0"))
+	log := h.writeLog()
+	h.update("web", useClass("failing"))
 	h.waitCondition("web", v1alpha1.ProgressingCondition, metav1.ConditionFalse, "InPlaceUpdateFailed", 60*time.Second)
-	h.update("web", useVersion("v1.31.1"))
+	h.update("web", useClass("tagged"))
 	h.waitComplete("web", 120*time.Second)
 	h.waitListsEmpty("web")
 
 	if after := names(h.machines("web")); !slices.Equal(after, before) {
 		t.Errorf("Machines %v after, %v before: want the same, updated in place", after, before)
 	}
-	started := e.startedSoFar()
+	started := log.started()
 	if len(started) != 3 || started[0] != started[1] && started[0] != started[2] {
 		t.Errorf("updates started: %v; want the failed Machine started again, then the other", started)
 	}
 	for _, m := range h.machines("web") {
-		if m.Spec.Version != "v1.31.1" {
-			t.Errorf("Machine %s at version %s, want v1.31.1", m.Name, m.Spec.Version)
+		if vms := h.Sim.Cloud().MachineVMs(h.NS, m.Name); m.Spec.Class.Name != "tagged" || len(vms) != 1 || vms[0].Tags["team"] != "payments" {
+			t.Errorf("Machine %s of class %s, VMs %+v; want tagged", m.Name, m.Spec.Class.Name, vms)
 		}
 	}
 }
