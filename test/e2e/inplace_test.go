@@ -39,12 +39,8 @@ const (
 // uncordoned Node, and its VM carries the new tags.
 func TestInPlaceUpdate(t *testing.T) {
 	const replicas = 4
-	s := newScenario(t, "inplace")
-	s.startManager()
-	s.createClass("team-a", teamA)
-	s.createClass("team-b", teamB)
-	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceAuto, 0)
-	before := providerIDs(s.waitFleet(replicas, "team-a", 3*time.Minute))
+	s, fleet := newInPlaceScenario(t, "inplace", replicas, v1alpha1.InPlaceAuto, "team-a", teamA, "team-b", teamB)
+	before := providerIDs(fleet)
 	s.createWorkload(8, 6)
 	rec := s.record(budgetKept(6), withinInPlaceBounds(replicas, replicas, 1))
 
@@ -73,12 +69,8 @@ func TestInPlaceUpdate(t *testing.T) {
 // Machine is replaced instead, one at a time, with an Event saying why.
 func TestInPlaceRefusedIsReplaced(t *testing.T) {
 	const replicas = 3
-	s := newScenario(t, "inplace-refused")
-	s.startManager()
-	s.createClass("team-a", teamA)
-	s.createClass("other-image", otherImage)
-	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceAuto, 0)
-	before := providerIDs(s.waitFleet(replicas, "team-a", 3*time.Minute))
+	s, fleet := newInPlaceScenario(t, "inplace-refused", replicas, v1alpha1.InPlaceAuto, "team-a", teamA, "other-image", otherImage)
+	before := providerIDs(fleet)
 	// A refused Machine is deleted beside its replacement: one more at most.
 	rec := s.record(withinInPlaceBounds(replicas, replicas+1, 1))
 
@@ -99,12 +91,7 @@ func TestInPlaceRefusedIsReplaced(t *testing.T) {
 // updated alone, then a second one selected on its Node, then the rest.
 func TestInPlaceManualCanary(t *testing.T) {
 	const replicas = 3
-	s := newScenario(t, "inplace-manual")
-	s.startManager()
-	s.createClass("team-a", teamA)
-	s.createClass("team-b", teamB)
-	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceManual, 0)
-	fleet := s.waitFleet(replicas, "team-a", 3*time.Minute)
+	s, fleet := newInPlaceScenario(t, "inplace-manual", replicas, v1alpha1.InPlaceManual, "team-a", teamA, "team-b", teamB)
 	rec := s.record(withinInPlaceBounds(replicas, replicas, 1))
 
 	s.rollTo("team-b")
@@ -141,13 +128,8 @@ func TestInPlaceManualCanary(t *testing.T) {
 // the rollout continues and ends with every Machine updated in place.
 func TestInPlaceFailureStopsRollout(t *testing.T) {
 	const replicas = 3
-	s := newScenario(t, "inplace-failed")
-	s.startManager()
-	s.createClass("team-a", teamA)
-	s.createClass("failing", failingTeamB)
-	s.createClass("team-c", teamC)
-	s.createInPlaceDeployment(replicas, "team-a", v1alpha1.InPlaceAuto, 0)
-	before := providerIDs(s.waitFleet(replicas, "team-a", 3*time.Minute))
+	s, fleet := newInPlaceScenario(t, "inplace-failed", replicas, v1alpha1.InPlaceAuto, "team-a", teamA, "failing", failingTeamB, "team-c", teamC)
+	before := providerIDs(fleet)
 	rec := s.record(withinInPlaceBounds(replicas, replicas, 1))
 
 	s.rollTo("failing")
@@ -199,12 +181,20 @@ func TestInPlaceFailureStopsRollout(t *testing.T) {
 	s.checkMovedInPlace(after)
 }
 
-// createInPlaceDeployment creates the scenario's MachineDeployment of
-// class with strategy InPlace (maxUnavailable 1).
-func (s *scenario) createInPlaceDeployment(replicas int32, class string, orchestration v1alpha1.InPlaceOrchestration, maxFailed int32) {
-	s.t.Helper()
-	s.createDeployment(replicas, class, 1, 0)
-	s.createInPlaceStrategy(orchestration, maxFailed)
+// newInPlaceScenario starts a sim scenario with the classes given as
+// name, providerSpec pairs and a MachineDeployment of replicas Machines of
+// the first one with strategy InPlace (maxUnavailable 1, maxFailed 0), and
+// waits for its fleet.
+func newInPlaceScenario(t *testing.T, name string, replicas int32, orchestration v1alpha1.InPlaceOrchestration, classes ...string) (*scenario, []v1alpha1.Machine) {
+	t.Helper()
+	s := newScenario(t, name)
+	s.startManager()
+	for i := 0; i+1 < len(classes); i += 2 {
+		s.createClass(classes[i], classes[i+1])
+	}
+	s.createDeployment(replicas, classes[0], 1, 0)
+	s.createInPlaceStrategy(orchestration, 0)
+	return s, s.waitFleet(int(replicas), classes[0], 3*time.Minute)
 }
 
 // withinInPlaceBounds is the invariant of an in-place update of replicas

@@ -121,18 +121,7 @@ func TestVMLifecycle(t *testing.T) {
 	// 4. Scale to 0.
 	s.scale(0)
 	s.waitFleet(0, "large", 5*time.Minute)
-	s.eventually(time.Minute, "no Node, volume or QEMU process of the scenario left", func() (bool, error) {
-		nodes, err := s.scenarioNodes()
-		if err != nil {
-			return false, err
-		}
-		vols, err := s.vm.volumes()
-		if err != nil {
-			return false, err
-		}
-		qemus := s.vm.qemuProcesses()
-		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
-	})
+	s.waitNothingLeft()
 	rec.verify()
 }
 
@@ -450,4 +439,22 @@ func TestVMDriverRestartAndOrphans(t *testing.T) {
 	s.scale(0)
 	s.waitFleet(0, "large", 5*time.Minute)
 	rec.verify()
+}
+
+// waitNothingLeft waits until no Node, volume or QEMU process of the VM
+// scenario is left (after a scale to 0).
+func (s *scenario) waitNothingLeft() {
+	s.t.Helper()
+	s.eventually(time.Minute, "no Node, volume or QEMU process of the scenario left", func() (bool, error) {
+		nodes, err := s.scenarioNodes()
+		if err != nil {
+			return false, err
+		}
+		vols, err := s.vm.volumes()
+		if err != nil {
+			return false, err
+		}
+		qemus := s.vm.qemuProcesses()
+		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
+	})
 }

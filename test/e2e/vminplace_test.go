@@ -127,18 +127,7 @@ func TestVMInPlaceVersionUpgrade(t *testing.T) {
 
 	s.scale(0)
 	s.waitFleet(0, "small", 5*time.Minute)
-	s.eventually(time.Minute, "no Node, volume or QEMU process of the scenario left", func() (bool, error) {
-		nodes, err := s.scenarioNodes()
-		if err != nil {
-			return false, err
-		}
-		vols, err := s.vm.volumes()
-		if err != nil {
-			return false, err
-		}
-		qemus := s.vm.qemuProcesses()
-		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
-	})
+	s.waitNothingLeft()
 }
 
 // createInPlaceStrategy switches the scenario's deployment to strategy

@@ -19,6 +19,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 // Field indexes this controller adds to the manager's cache.
@@ -58,7 +59,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToDeployment), builder.WithPredicates(machineCounted())).
 		// A budget's recount may free an in-place start that waits for it.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToDeployments),
-			builder.WithPredicates(allowedChanged())).
+			builder.WithPredicates(disruption.AllowedChanged())).
 		Watches(&v1alpha1.MachineClass{}, handler.EnqueueRequestsFromMapFunc(r.classToDeployments),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -217,16 +218,4 @@ func (r *Reconciler) budgetToDeployments(ctx context.Context, o client.Object) [
 		}
 	}
 	return reqs
-}
-
-// allowedChanged passes budget events that may free a disruption: a
-// creation, a deletion, a new spec or a changed disruptionsAllowed.
-func allowedChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*v1alpha1.MachineDisruptionBudget)
-			n, ok2 := e.ObjectNew.(*v1alpha1.MachineDisruptionBudget)
-			return !ok1 || !ok2 || o.Generation != n.Generation || o.Status.DisruptionsAllowed != n.Status.DisruptionsAllowed
-		},
-	}
 }

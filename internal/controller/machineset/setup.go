@@ -10,13 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 // SetupWithManager registers the controller with mgr.
@@ -32,7 +31,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToSets)).
 		// A budget's recount may free the deletion a scale-down waits for.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToSets),
-			builder.WithPredicates(allowedChanged())).
+			builder.WithPredicates(disruption.AllowedChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -96,16 +95,4 @@ func (r *Reconciler) budgetToSets(ctx context.Context, o client.Object) []reconc
 		}
 	}
 	return reqs
-}
-
-// allowedChanged passes budget events that may free a disruption: a
-// creation, a deletion, a new spec or a changed disruptionsAllowed.
-func allowedChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*v1alpha1.MachineDisruptionBudget)
-			n, ok2 := e.ObjectNew.(*v1alpha1.MachineDisruptionBudget)
-			return !ok1 || !ok2 || o.Generation != n.Generation || o.Status.DisruptionsAllowed != n.Status.DisruptionsAllowed
-		},
-	}
 }
