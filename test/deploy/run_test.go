@@ -18,9 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -157,6 +159,26 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		}
 		return true, nil
 	})
+
+	// A routine deletion emits no Event (docs/machine-phases.md), so the
+	// machine controller speaks here: the Machine preserved for a moment
+	// (PreservationStarted, then PreservationEnded).
+	for _, preserve := range []*string{ptr.To(v1alpha1.PreserveNow), nil} {
+		data := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, v1alpha1.PreserveAnnotation)
+		if preserve != nil {
+			data = fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.PreserveAnnotation, *preserve)
+		}
+		if err := env.Client.Patch(ctx, machine, client.RawPatch(types.MergePatchType, data)); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("the Machine's Preserved condition to follow its annotation (%v)", preserve != nil), func() (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(machine), machine); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(machine.Status.Conditions, v1alpha1.PreservedCondition)
+			return (c != nil && c.Status == metav1.ConditionTrue) == (preserve != nil), nil
+		})
+	}
 
 	// A pod with a persistent volume of the sim's CSI driver on the Node,
 	// the volume attached: the drain reads the pod's claim and volume, asks
