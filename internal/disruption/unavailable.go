@@ -16,6 +16,9 @@ import (
 //   - marked for replacement by a health check (OwnerRemediated False);
 //   - cordoned for an in-place update (status.inPlaceUpdate.phase Draining,
 //     Updating or WaitingForNode);
+//   - left cordoned and drained by an in-place update that Failed or was
+//     Refused, while its target annotation is still on it (InPlaceStopped):
+//     its Node may be Ready, but it serves no workload;
 //   - not Ready (its Ready condition is not True: not yet Running, or its
 //     Node is not Ready).
 //
@@ -35,6 +38,9 @@ func Unavailable(m *v1alpha1.Machine) (bool, string) {
 		case v1alpha1.InPlaceDraining, v1alpha1.InPlaceUpdating, v1alpha1.InPlaceWaitingForNode:
 			return true, "in an in-place update (" + string(u.Phase) + ")"
 		}
+	}
+	if InPlaceStopped(m) {
+		return true, "cordoned by an in-place update that stopped (" + string(m.Status.InPlaceUpdate.Phase) + ")"
 	}
 	if !meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition) {
 		return true, "not Ready"

@@ -37,6 +37,13 @@ func inPlace(m v1alpha1.Machine, phase v1alpha1.InPlaceUpdatePhase) v1alpha1.Mac
 	return out
 }
 
+// targeted annotates the Machine with the in-place target its status names.
+func targeted(m v1alpha1.Machine) v1alpha1.Machine {
+	out := *m.DeepCopy()
+	out.Annotations = map[string]string{v1alpha1.InPlaceTargetAnnotation: "new"}
+	return out
+}
+
 // TestUnavailable: the one definition, case by case.
 func TestUnavailable(t *testing.T) {
 	now := metav1.Now()
@@ -63,7 +70,12 @@ func TestUnavailable(t *testing.T) {
 		{"in-place Updating", inPlace(ready("m"), v1alpha1.InPlaceUpdating), true},
 		{"in-place WaitingForNode", inPlace(ready("m"), v1alpha1.InPlaceWaitingForNode), true},
 		{"in-place Succeeded", inPlace(ready("m"), v1alpha1.InPlaceSucceeded), false},
-		{"in-place Refused", inPlace(ready("m"), v1alpha1.InPlaceRefused), false},
+		{"in-place Refused, target cleared", inPlace(ready("m"), v1alpha1.InPlaceRefused), false},
+		{"in-place Failed, target cleared", inPlace(ready("m"), v1alpha1.InPlaceFailed), false},
+		// Cordoned and drained, Node Ready: it serves nothing.
+		{"in-place Refused, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceRefused)), true},
+		{"in-place Failed, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceFailed)), true},
+		{"in-place Succeeded, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceSucceeded)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := disruption.Unavailable(&tc.m)

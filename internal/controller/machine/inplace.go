@@ -223,22 +223,6 @@ func (r *Reconciler) inPlaceIdle(ctx context.Context, s *scope) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
-// inPlaceInProgress reports whether the Machine is being updated in place
-// (drained, updated, or its Node rebooting): its Node may be NotReady for
-// a while, which updateTimeout bounds, not the health timeout.
-func inPlaceInProgress(m *v1alpha1.Machine) bool {
-	u := m.Status.InPlaceUpdate
-	target := m.Annotations[v1alpha1.InPlaceTargetAnnotation]
-	if u == nil || target == "" || u.TargetSet != target {
-		return false
-	}
-	switch u.Phase {
-	case v1alpha1.InPlaceDraining, v1alpha1.InPlaceUpdating, v1alpha1.InPlaceWaitingForNode:
-		return true
-	}
-	return false
-}
-
 // machineSet reads a MachineSet from the cache, and from the API server
 // when the cache does not have it yet (the orchestration creates a set
 // just before it names it as a target); nil when it does not exist.

@@ -224,6 +224,12 @@ func remediable(m *v1alpha1.Machine) (string, bool) {
 	if c := findCondition(m, v1alpha1.PausedCondition); c != nil && c.Status == "True" {
 		return "the Machine is paused: " + c.Message, false
 	}
+	if disruption.InPlaceInProgress(m) {
+		// Drained and rebooting on purpose: the update's updateTimeout
+		// bounds it, as Cluster API spares a Machine whose update is in
+		// progress (docs/health-checks.md).
+		return "an in-place update is under way (" + string(m.Status.InPlaceUpdate.Phase) + ")", false
+	}
 	return "", true
 }
 
