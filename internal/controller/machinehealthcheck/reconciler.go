@@ -62,11 +62,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
+			return reconcile.Result{}, r.withdrawOrphaned(ctx, req.Namespace)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, err
 	}
 	if !mhc.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.withdrawOrphaned(ctx, req.Namespace)
 	}
 	exportCounters(mhc.Namespace, mhc.Name, r.mode(mhc))
 	now := time.Now()
@@ -177,10 +178,13 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 			case inFlight[m.Name]:
 			case !ok:
 				reasons[m.Name] += " (not remediated: " + why + ")"
+				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
 			case b.heldBack:
 				reasons[m.Name] += " (remediation held back: too many unhealthy)"
+				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
 			case b.start <= 0:
 				reasons[m.Name] += " (waiting: maxInFlight reached)"
+				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
 			default:
 				d, err := r.Gate.Request(ctx, m, v1alpha1.DisruptionRemediation)
 				if err != nil {
@@ -198,7 +202,9 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 				}
 				continue
 			}
-			err = r.setMachineConditions(ctx, m, t.verdict, false, now)
+			if err == nil {
+				err = r.setMachineConditions(ctx, m, t.verdict, false, now)
+			}
 		}
 		if err != nil {
 			return reconcile.Result{}, err
