@@ -13,7 +13,9 @@ import (
 //
 //   - being deleted (a rollout, a scale-down, a person);
 //   - Failed (status.failureReason set);
-//   - marked for replacement by a health check (OwnerRemediated False);
+//   - marked for replacement by a health check (OwnerRemediated False), or
+//     remediated by its external remediation object (HealthCheckSucceeded
+//     False, reason ExternalRemediationRequested);
 //   - cordoned for an in-place update (status.inPlaceUpdate.phase Draining,
 //     Updating or WaitingForNode);
 //   - left cordoned and drained by an in-place update that Failed or was
@@ -32,6 +34,8 @@ func Unavailable(m *v1alpha1.Machine) (bool, string) {
 		return true, "Failed"
 	case meta.IsStatusConditionFalse(m.Status.Conditions, v1alpha1.OwnerRemediatedCondition):
 		return true, "being replaced by its health check"
+	case remediatedExternally(m):
+		return true, "being remediated externally (its health check's remediation object exists)"
 	}
 	if u := m.Status.InPlaceUpdate; u != nil {
 		switch u.Phase {
@@ -54,4 +58,11 @@ func Unavailable(m *v1alpha1.Machine) (bool, string) {
 // whole preserve timeout (docs/preservation.md).
 func counted(m *v1alpha1.Machine) bool {
 	return !(preserve.Failed(m) && preserve.Held(m))
+}
+
+// remediatedExternally: a health check's external remediation object
+// exists for the Machine (docs/health-checks.md).
+func remediatedExternally(m *v1alpha1.Machine) bool {
+	c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.HealthCheckSucceededCondition)
+	return c != nil && c.Status == "False" && c.Reason == v1alpha1.ExternalRemediationRequestedReason
 }

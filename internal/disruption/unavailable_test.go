@@ -65,6 +65,7 @@ func TestUnavailable(t *testing.T) {
 		{"not yet Ready", pending, true},
 		{"Node not Ready", withCondition(ready("m"), v1alpha1.ReadyCondition, metav1.ConditionFalse), true},
 		{"marked for replacement", withCondition(ready("m"), v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse), true},
+		{"remediated externally", withReason(withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), v1alpha1.ExternalRemediationRequestedReason), true},
 		{"failing a health check, not yet remediated", withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), false},
 		{"in-place Draining", inPlace(ready("m"), v1alpha1.InPlaceDraining), true},
 		{"in-place Updating", inPlace(ready("m"), v1alpha1.InPlaceUpdating), true},
@@ -87,4 +88,10 @@ func TestUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withReason sets the reason of the Machine's last condition.
+func withReason(m v1alpha1.Machine, reason string) v1alpha1.Machine {
+	m.Status.Conditions[len(m.Status.Conditions)-1].Reason = reason
+	return m
 }

@@ -176,6 +176,9 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 			why, ok := remediable(m)
 			switch {
 			case inFlight[m.Name]:
+				if mhc.Spec.Remediation.TemplateRef != nil && m.Status.FailureReason == "" {
+					t.verdict.reason = ReasonExternalRemediation
+				}
 			case !ok:
 				reasons[m.Name] += " (not remediated: " + why + ")"
 				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
