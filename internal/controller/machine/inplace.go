@@ -142,7 +142,7 @@ func (r *Reconciler) startInPlace(ctx context.Context, s *scope, target string) 
 	u := &v1alpha1.InPlaceUpdateStatus{TargetSet: target, StartedAt: &metav1.Time{Time: s.now}, Phase: v1alpha1.InPlaceDraining}
 	m.Status.InPlaceUpdate = u
 	if set == nil {
-		r.endInPlace(s, v1alpha1.InPlaceFailed, "the target MachineSet "+target+" does not exist")
+		r.endInPlace(s, v1alpha1.InPlaceFailed, "the target MachineSet "+target+" does not exist or is being deleted")
 		return s.checkpoint(ctx)
 	}
 	tpl := set.Spec.Template.Spec
@@ -159,12 +159,9 @@ func (r *Reconciler) startInPlace(ctx context.Context, s *scope, target string) 
 	s.event(corev1.EventTypeNormal, "InPlaceUpdateStarted", fmt.Sprintf("updating in place to MachineSet %s (class %s, version %s)",
 		target, orNone(u.Class), orNone(u.Version)))
 	// Status first: a restart resumes from it, and the Node is cordoned
-	// only by an update that is recorded.
-	if err := s.checkpoint(ctx); err != nil {
-		return err
-	}
-	// A previous update's answer (a failed agent) must not be read as this one's.
-	return r.clearNodeUpdateKeys(ctx, s)
+	// (and a previous update's keys cleared, inPlaceDrain) only by an
+	// update that is recorded.
+	return s.checkpoint(ctx)
 }
 
 // structuralRefusal says why the target template cannot be applied to the
@@ -225,7 +222,8 @@ func (r *Reconciler) inPlaceIdle(ctx context.Context, s *scope) (reconcile.Resul
 
 // machineSet reads a MachineSet from the cache, and from the API server
 // when the cache does not have it yet (the orchestration creates a set
-// just before it names it as a target); nil when it does not exist.
+// just before it names it as a target); nil when it does not exist or is
+// being deleted.
 func (r *Reconciler) machineSet(ctx context.Context, namespace, name string) (*v1alpha1.MachineSet, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	set := &v1alpha1.MachineSet{}
@@ -238,6 +236,10 @@ func (r *Reconciler) machineSet(ctx context.Context, namespace, name string) (*v
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !set.DeletionTimestamp.IsZero() {
+		// Going away with its Machines: no target to update to or move into.
+		return nil, nil
 	}
 	return set, nil
 }

@@ -38,7 +38,7 @@ func (r *Reconciler) moveToTarget(ctx context.Context, s *scope) (reconcile.Resu
 	}
 	if set == nil {
 		r.endInPlace(s, v1alpha1.InPlaceFailed, "the update was applied, but the target MachineSet "+u.TargetSet+
-			" no longer exists: the Machine stays in its set")
+			" no longer exists or is being deleted: the Machine stays in its set")
 		return reconcile.Result{}, nil
 	}
 	tpl := set.Spec.Template
