@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 )
 
 // GrantTTL is how long a grant counts as unavailable before its Machine is
@@ -92,7 +93,7 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 		}
 		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil &&
 			c.Status == "False" && m.DeletionTimestamp.IsZero() {
-			ev.Waiting = append(ev.Waiting, v1alpha1.WaitingMachine{Name: m.Name, Message: truncate(c.Message, 1024)})
+			ev.Waiting = append(ev.Waiting, v1alpha1.WaitingMachine{Name: m.Name, Message: brief.Truncate(c.Message, 1024)})
 		}
 	}
 	for _, g := range b.Status.DisruptedMachines {
@@ -125,13 +126,6 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 	sort.Slice(ev.Disrupted, func(i, j int) bool { return ev.Disrupted[i].GrantedAt.Before(&ev.Disrupted[j].GrantedAt) })
 	sort.Slice(ev.Waiting, func(i, j int) bool { return ev.Waiting[i].Name < ev.Waiting[j].Name })
 	return ev, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // tookEffect reports whether the Machine shows the disruption it was
