@@ -221,6 +221,11 @@ const (
 	// owner is to replace it (set by the health check, acted on by the
 	// machine controller and the MachineSet).
 	OwnerRemediatedCondition = "OwnerRemediated"
+	// ExternalRemediationRequestedReason is the reason of a False
+	// HealthCheckSucceeded while the health check's external remediation
+	// object exists: the Machine is being remediated and counts as
+	// unavailable in its disruption budgets (docs/disruption-budgets.md).
+	ExternalRemediationRequestedReason = "ExternalRemediationRequested"
 )
 
 // MachineHealthCheck judges the health of the Machines it selects and

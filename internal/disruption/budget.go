@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 )
 
 // GrantTTL is how long a grant counts as unavailable before its Machine is
@@ -66,8 +67,8 @@ type Evaluation struct {
 
 // Evaluate computes a budget's state from the Machines of its namespace:
 // which it selects, which are unavailable, which of its grants are still
-// pending (a grant ends when its Machine is seen unavailable or gone, or
-// after GrantTTL), and so how many more disruptions it may grant.
+// pending (a grant ends when its Machine shows the effect of its kind
+// (tookEffect) or is gone, or after GrantTTL), and so how many more disruptions it may grant.
 func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, now time.Time) (Evaluation, error) {
 	sel, err := selector(b)
 	if err != nil {
@@ -75,6 +76,7 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 	}
 	ev := Evaluation{Why: map[string]string{}}
 	selected := map[string]*v1alpha1.Machine{}
+	isDown := map[string]bool{} // unavailable, counted once
 	for i := range machines {
 		m := &machines[i]
 		if m.Namespace != b.Namespace || !sel.Matches(labels.Set(m.Labels)) || !counted(m) {
@@ -87,10 +89,11 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 		if down, why := Unavailable(m); down {
 			ev.Unavailable++
 			ev.Why[m.Name] = why
+			isDown[m.Name] = true
 		}
 		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil &&
 			c.Status == "False" && m.DeletionTimestamp.IsZero() {
-			ev.Waiting = append(ev.Waiting, v1alpha1.WaitingMachine{Name: m.Name, Message: truncate(c.Message, 1024)})
+			ev.Waiting = append(ev.Waiting, v1alpha1.WaitingMachine{Name: m.Name, Message: brief.Truncate(c.Message, 1024)})
 		}
 	}
 	for _, g := range b.Status.DisruptedMachines {
@@ -98,12 +101,18 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 		if !ok || now.Sub(g.GrantedAt.Time) >= GrantTTL {
 			continue // gone (or no longer selected), or lapsed
 		}
-		if down, _ := Unavailable(m); down {
-			continue // taken effect: counted above
+		if tookEffect(m, g.Kind) {
+			continue // counted above, as unavailable
+		}
+		// Still pending: kept even while the Machine is unavailable for
+		// another reason (a Node flapping NotReady), or the slot would be
+		// freed while the disruption is about to start.
+		ev.Disrupted = append(ev.Disrupted, g)
+		if isDown[g.Name] {
+			continue
 		}
 		ev.Unavailable++
 		ev.Why[g.Name] = "granted a disruption (" + string(g.Kind) + ")"
-		ev.Disrupted = append(ev.Disrupted, g)
 	}
 	max, err := intstr.GetScaledValueFromIntOrPercent(&b.Spec.MaxUnavailable, int(ev.Expected), true)
 	if err != nil || max < 0 {
@@ -119,9 +128,21 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 	return ev, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+// tookEffect reports whether the Machine shows the disruption it was
+// granted: deleted (any kind: it is going away), marked for or under
+// remediation, or in or stopped in an in-place update. Being unavailable
+// for another reason (its Node NotReady) is not the disruption starting.
+func tookEffect(m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) bool {
+	if !m.DeletionTimestamp.IsZero() {
+		return true
 	}
-	return s[:n-3] + "..."
+	switch kind {
+	case v1alpha1.DisruptionRemediation:
+		return m.Status.FailureReason != "" ||
+			meta.IsStatusConditionFalse(m.Status.Conditions, v1alpha1.OwnerRemediatedCondition) ||
+			remediatedExternally(m)
+	case v1alpha1.DisruptionInPlaceUpdate:
+		return InPlaceInProgress(m) || InPlaceStopped(m)
+	}
+	return false
 }

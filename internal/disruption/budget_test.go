@@ -63,7 +63,11 @@ func TestEvaluate(t *testing.T) {
 		{"a percentage rounds up", budget(intstr.FromString("34%")), 6, 3, 2, 1, nil},
 		{"100 percent", budget(intstr.FromString("100%")), 6, 6, 2, 4, nil},
 		{"a pending grant counts", budget(intstr.FromInt32(3), grant("a1", now.Add(-time.Minute))), 6, 3, 3, 0, []string{"a1"}},
-		{"a grant taken effect counts once", budget(intstr.FromInt32(3), grant("down", now.Add(-time.Minute))), 6, 3, 2, 1, nil},
+		// down's Node is NotReady: not the rollout starting. The grant
+		// stays (the Node may come back before the Machine is deleted),
+		// counted once.
+		{"a grant of a Machine down for another reason stays, counted once", budget(intstr.FromInt32(3), grant("down", now.Add(-time.Minute))), 6, 3, 2, 1, []string{"down"}},
+		{"a grant taken effect ends", budget(intstr.FromInt32(3), grant("gone-soon", now.Add(-time.Minute))), 6, 3, 2, 1, nil},
 		{"a grant of a Machine gone ends", budget(intstr.FromInt32(3), grant("deleted-already", now)), 6, 3, 2, 1, nil},
 		{"a grant lapses", budget(intstr.FromInt32(3), grant("a1", now.Add(-disruption.GrantTTL))), 6, 3, 2, 1, nil},
 		{"a grant of a Machine no longer selected ends", budget(intstr.FromInt32(3), grant("other", now)), 6, 3, 2, 1, nil},
@@ -123,6 +127,43 @@ func TestEvaluateRefusesWhatAdmissionRefuses(t *testing.T) {
 			edit(b)
 			if _, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, time.Now()); err == nil {
 				t.Fatal("no error")
+			}
+		})
+	}
+}
+
+// TestGrantEndsWithTheEffectOfItsKind: a grant ends when its Machine shows
+// the disruption granted, not when it is unavailable for another reason.
+func TestGrantEndsWithTheEffectOfItsKind(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	notReady := withCondition(ready("m"), v1alpha1.ReadyCondition, metav1.ConditionFalse)
+	external := withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse)
+	external.Status.Conditions[len(external.Status.Conditions)-1].Reason = v1alpha1.ExternalRemediationRequestedReason
+	for _, tc := range []struct {
+		name  string
+		kind  v1alpha1.DisruptionKind
+		m     v1alpha1.Machine
+		ended bool
+	}{
+		{"remediation, Node NotReady", v1alpha1.DisruptionRemediation, notReady, false},
+		{"remediation, marked", v1alpha1.DisruptionRemediation, withCondition(ready("m"), v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse), true},
+		{"remediation, external object", v1alpha1.DisruptionRemediation, external, true},
+		{"in-place, Node NotReady", v1alpha1.DisruptionInPlaceUpdate, notReady, false},
+		{"in-place, Draining", v1alpha1.DisruptionInPlaceUpdate, targeted(inPlace(ready("m"), v1alpha1.InPlaceDraining)), true},
+		{"rollout, marked by a health check", v1alpha1.DisruptionRollout, withCondition(ready("m"), v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := grant("m", now.Add(-time.Second))
+			g.Kind = tc.kind
+			ev, err := disruption.Evaluate(budget(intstr.FromInt32(1), g), []v1alpha1.Machine{tc.m}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ended := len(ev.Disrupted) == 0; ended != tc.ended {
+				t.Errorf("grant ended = %v, want %v", ended, tc.ended)
+			}
+			if ev.Unavailable != 1 {
+				t.Errorf("unavailable %d, want 1 (counted once)", ev.Unavailable)
 			}
 		})
 	}

@@ -98,8 +98,7 @@ func (g *Gate) Request(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.D
 	for _, b := range budgets {
 		granted, why := check(b, m)
 		if why != "" {
-			// Waiting reads the kind back from this message.
-			d.Message = fmt.Sprintf("%s waits for MachineDisruptionBudget %s: %s", kind, b.Name, why)
+			d.Message = fmt.Sprintf("%s%s: %s", waitPrefix(kind), b.Name, why)
 			return d, g.wait(ctx, m, d.Message)
 		}
 		if !granted {
@@ -108,7 +107,7 @@ func (g *Gate) Request(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.D
 	}
 	for i, b := range need {
 		if err := g.grant(ctx, b, m, kind); err != nil {
-			if rerr := g.release(ctx, need[:i], m.Name); rerr != nil {
+			if rerr := g.release(ctx, need[:i], m.Name, kind); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 			return Decision{}, fmt.Errorf("recording the %s grant of Machine %s on MachineDisruptionBudget %s: %w", kind, m.Name, b.Name, err)
@@ -135,10 +134,46 @@ func (g *Gate) Release(ctx context.Context, m *v1alpha1.Machine) error {
 	if err != nil {
 		return err
 	}
-	if err := g.release(ctx, budgets, m.Name); err != nil {
+	if err := g.release(ctx, budgets, m.Name, ""); err != nil {
 		return err
 	}
 	return g.clearWaiting(ctx, m)
+}
+
+// Withdraw withdraws m's requests of one kind only: its grants of that kind,
+// and its waiting condition when it waits for a disruption of that kind. A
+// controller that no longer wants the disruption it asked for (a health
+// check whose Machine recovered, or whose remediation is held back for
+// another reason) calls it without touching what other controllers asked
+// for the same Machine (a rollout's grant, a scale-down's wait).
+func (g *Gate) Withdraw(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) error {
+	if g == nil {
+		return nil
+	}
+	budgets, err := g.matching(ctx, m)
+	if err != nil {
+		return err
+	}
+	if err := g.release(ctx, budgets, m.Name, kind); err != nil {
+		return err
+	}
+	if !WaitsFor(m, kind) {
+		return nil
+	}
+	return g.setCondition(ctx, m, nil)
+}
+
+// WaitsFor reports whether m's DisruptionAllowed condition says a
+// disruption of the kind waits for a budget.
+func WaitsFor(m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) bool {
+	k, ok := Waiting(m)
+	return ok && k == kind
+}
+
+// waitPrefix begins the message of a disruption of the kind held back,
+// which names the budget next: Waiting reads the kind back from it.
+func waitPrefix(kind v1alpha1.DisruptionKind) string {
+	return string(kind) + " waits for MachineDisruptionBudget "
 }
 
 // check says whether b granted m already, or why b holds m back ("" when
@@ -199,8 +234,9 @@ func (g *Gate) grant(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, m
 	return g.Client.Status().Patch(ctx, b, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
 
-// release removes name's grants from the budgets, each from a fresh read.
-func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptionBudget, name string) error {
+// release removes name's grants (of the kind; "" for every kind) from the
+// budgets, each from a fresh read.
+func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptionBudget, name string, kind v1alpha1.DisruptionKind) error {
 	var errs []error
 	for _, b := range budgets {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -211,7 +247,7 @@ func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptio
 			base := cur.DeepCopy()
 			kept := cur.Status.DisruptedMachines[:0]
 			for _, d := range cur.Status.DisruptedMachines {
-				if d.Name != name {
+				if d.Name != name || (kind != "" && d.Kind != kind) {
 					kept = append(kept, d)
 				}
 			}

@@ -144,3 +144,41 @@ func TestConcurrentRequestsTakeTheLastDisruptionOnce(t *testing.T) {
 		t.Fatalf("budget grants %v, allowed %d; want %v, 0", got, b.Status.DisruptionsAllowed, granted)
 	}
 }
+
+// TestWithdrawTouchesOnlyItsKind: a health check withdrawing its
+// Remediation request leaves a rollout's grant and an in-place update's
+// wait alone, and removes its own.
+func TestWithdrawTouchesOnlyItsKind(t *testing.T) {
+	ns := namespace(t)
+	budgetOf(t, ns, "prod", "a", 1, 1)
+	m1, m2 := machine(t, ns, "m1", "a", true), machine(t, ns, "m2", "a", true)
+	if d, err := gate().Request(ctx, m1, v1alpha1.DisruptionRollout); err != nil || !d.Allowed {
+		t.Fatalf("m1: %+v, %v; want Allowed", d, err)
+	}
+	if d, err := gate().Request(ctx, m2, v1alpha1.DisruptionInPlaceUpdate); err != nil || d.Allowed {
+		t.Fatalf("m2: %+v, %v; want waiting", d, err)
+	}
+	for _, m := range []*v1alpha1.Machine{m1, m2} {
+		if err := gate().Withdraw(ctx, getMachine(t, m), v1alpha1.DisruptionRemediation); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := grantNames(getBudget(t, ns, "prod")); !slices.Equal(got, []string{"m1"}) {
+		t.Errorf("grants %v after withdrawing remediations, want the rollout's [m1]", got)
+	}
+	if c := meta.FindStatusCondition(getMachine(t, m2).Status.Conditions, v1alpha1.DisruptionAllowedCondition); c == nil {
+		t.Error("withdrawing a remediation removed the in-place update's wait")
+	}
+	if err := gate().Withdraw(ctx, getMachine(t, m2), v1alpha1.DisruptionInPlaceUpdate); err != nil {
+		t.Fatal(err)
+	}
+	if err := gate().Withdraw(ctx, getMachine(t, m1), v1alpha1.DisruptionRollout); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(getMachine(t, m2).Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil {
+		t.Errorf("m2 still waits after its own kind was withdrawn: %+v", c)
+	}
+	if got := grantNames(getBudget(t, ns, "prod")); len(got) != 0 {
+		t.Errorf("grants %v after the rollout's was withdrawn, want none", got)
+	}
+}

@@ -37,6 +37,13 @@ func inPlace(m v1alpha1.Machine, phase v1alpha1.InPlaceUpdatePhase) v1alpha1.Mac
 	return out
 }
 
+// targeted annotates the Machine with the in-place target its status names.
+func targeted(m v1alpha1.Machine) v1alpha1.Machine {
+	out := *m.DeepCopy()
+	out.Annotations = map[string]string{v1alpha1.InPlaceTargetAnnotation: "new"}
+	return out
+}
+
 // TestUnavailable: the one definition, case by case.
 func TestUnavailable(t *testing.T) {
 	now := metav1.Now()
@@ -58,12 +65,18 @@ func TestUnavailable(t *testing.T) {
 		{"not yet Ready", pending, true},
 		{"Node not Ready", withCondition(ready("m"), v1alpha1.ReadyCondition, metav1.ConditionFalse), true},
 		{"marked for replacement", withCondition(ready("m"), v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse), true},
+		{"remediated externally", withReason(withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), v1alpha1.ExternalRemediationRequestedReason), true},
 		{"failing a health check, not yet remediated", withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), false},
 		{"in-place Draining", inPlace(ready("m"), v1alpha1.InPlaceDraining), true},
 		{"in-place Updating", inPlace(ready("m"), v1alpha1.InPlaceUpdating), true},
 		{"in-place WaitingForNode", inPlace(ready("m"), v1alpha1.InPlaceWaitingForNode), true},
 		{"in-place Succeeded", inPlace(ready("m"), v1alpha1.InPlaceSucceeded), false},
-		{"in-place Refused", inPlace(ready("m"), v1alpha1.InPlaceRefused), false},
+		{"in-place Refused, target cleared", inPlace(ready("m"), v1alpha1.InPlaceRefused), false},
+		{"in-place Failed, target cleared", inPlace(ready("m"), v1alpha1.InPlaceFailed), false},
+		// Cordoned and drained, Node Ready: it serves nothing.
+		{"in-place Refused, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceRefused)), true},
+		{"in-place Failed, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceFailed)), true},
+		{"in-place Succeeded, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceSucceeded)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := disruption.Unavailable(&tc.m)
@@ -87,4 +100,10 @@ func TestWaitingReadsTheKindBack(t *testing.T) {
 	if kind, ok := disruption.Waiting(m); !ok || kind != v1alpha1.DisruptionScaleDown {
 		t.Fatalf("Waiting = %q, %v; want ScaleDown, true", kind, ok)
 	}
+}
+
+// withReason sets the reason of the Machine's last condition.
+func withReason(m v1alpha1.Machine, reason string) v1alpha1.Machine {
+	m.Status.Conditions[len(m.Status.Conditions)-1].Reason = reason
+	return m
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 )
 
 // maxNamed is how many pods a message names before it only counts them:
@@ -133,10 +134,7 @@ func waitSubject(pod string, still []string) string {
 
 // names lists up to maxNamed names and counts the rest.
 func names(list []string) string {
-	if len(list) <= maxNamed {
-		return strings.Join(list, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(list[:maxNamed], ", "), len(list)-maxNamed)
+	return brief.List(list, maxNamed, ", ")
 }
 
 // pods is "1 pod" or "n pods".

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 )
 
 // The reasons of the InPlaceUpdate condition and of the in-place Events.
@@ -117,10 +118,10 @@ func (r *Reconciler) advanceInPlace(s *scope, u *v1alpha1.InPlaceUpdateStatus) {
 	switch u.Phase {
 	case v1alpha1.InPlaceDraining:
 		u.Phase, u.Drain = v1alpha1.InPlaceUpdating, nil
-		u.Message = "drained; applying MachineClass " + orNone(u.Class) + " to the VM where it differs"
+		u.Message = "drained; applying MachineClass " + brief.OrNone(u.Class) + " to the VM where it differs"
 	case v1alpha1.InPlaceUpdating:
 		u.Phase = v1alpha1.InPlaceWaitingForNode
-		u.Message = "the VM has MachineClass " + orNone(u.Class) + "; the Node is to run version " + orNone(u.Version)
+		u.Message = "the VM has MachineClass " + brief.OrNone(u.Class) + "; the Node is to run version " + brief.OrNone(u.Version)
 	case v1alpha1.InPlaceWaitingForNode:
 		u.Phase = v1alpha1.InPlaceSucceeded
 		u.FinishedAt = &metav1.Time{Time: r.now()} // the reconcile's clock may be a driver call behind
@@ -142,7 +143,7 @@ func (r *Reconciler) startInPlace(ctx context.Context, s *scope, target string) 
 	u := &v1alpha1.InPlaceUpdateStatus{TargetSet: target, StartedAt: &metav1.Time{Time: s.now}, Phase: v1alpha1.InPlaceDraining}
 	m.Status.InPlaceUpdate = u
 	if set == nil {
-		r.endInPlace(s, v1alpha1.InPlaceFailed, "the target MachineSet "+target+" does not exist")
+		r.endInPlace(s, v1alpha1.InPlaceFailed, "the target MachineSet "+target+" does not exist or is being deleted")
 		return s.checkpoint(ctx)
 	}
 	tpl := set.Spec.Template.Spec
@@ -157,14 +158,11 @@ func (r *Reconciler) startInPlace(ctx context.Context, s *scope, target string) 
 	}
 	s.setCondition(v1alpha1.InPlaceUpdateCondition, metav1.ConditionUnknown, ReasonInPlaceUpdating, string(u.Phase)+": "+u.Message)
 	s.event(corev1.EventTypeNormal, "InPlaceUpdateStarted", fmt.Sprintf("updating in place to MachineSet %s (class %s, version %s)",
-		target, orNone(u.Class), orNone(u.Version)))
+		target, brief.OrNone(u.Class), brief.OrNone(u.Version)))
 	// Status first: a restart resumes from it, and the Node is cordoned
-	// only by an update that is recorded.
-	if err := s.checkpoint(ctx); err != nil {
-		return err
-	}
-	// A previous update's answer (a failed agent) must not be read as this one's.
-	return r.clearNodeUpdateKeys(ctx, s)
+	// (and a previous update's keys cleared, inPlaceDrain) only by an
+	// update that is recorded.
+	return s.checkpoint(ctx)
 }
 
 // structuralRefusal says why the target template cannot be applied to the
@@ -184,7 +182,7 @@ func structuralRefusal(m *v1alpha1.Machine, tpl *v1alpha1.MachineSpec) string {
 // names the target that failed.
 func (r *Reconciler) endInPlace(s *scope, phase v1alpha1.InPlaceUpdatePhase, message string) {
 	u := s.machine.Status.InPlaceUpdate
-	u.Phase, u.Drain, u.Message = phase, nil, truncate(message, 1024)
+	u.Phase, u.Drain, u.Message = phase, nil, brief.Truncate(message, 1024)
 	u.FinishedAt = &metav1.Time{Time: r.now()} // the reconcile's clock may be a driver call behind
 	reason, event := ReasonInPlaceFailed, "in-place update to MachineSet "+u.TargetSet+" failed: "+message
 	if phase == v1alpha1.InPlaceRefused {
@@ -223,25 +221,10 @@ func (r *Reconciler) inPlaceIdle(ctx context.Context, s *scope) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
-// inPlaceInProgress reports whether the Machine is being updated in place
-// (drained, updated, or its Node rebooting): its Node may be NotReady for
-// a while, which updateTimeout bounds, not the health timeout.
-func inPlaceInProgress(m *v1alpha1.Machine) bool {
-	u := m.Status.InPlaceUpdate
-	target := m.Annotations[v1alpha1.InPlaceTargetAnnotation]
-	if u == nil || target == "" || u.TargetSet != target {
-		return false
-	}
-	switch u.Phase {
-	case v1alpha1.InPlaceDraining, v1alpha1.InPlaceUpdating, v1alpha1.InPlaceWaitingForNode:
-		return true
-	}
-	return false
-}
-
 // machineSet reads a MachineSet from the cache, and from the API server
 // when the cache does not have it yet (the orchestration creates a set
-// just before it names it as a target); nil when it does not exist.
+// just before it names it as a target); nil when it does not exist or is
+// being deleted.
 func (r *Reconciler) machineSet(ctx context.Context, namespace, name string) (*v1alpha1.MachineSet, error) {
 	key := types.NamespacedName{Namespace: namespace, Name: name}
 	set := &v1alpha1.MachineSet{}
@@ -254,6 +237,10 @@ func (r *Reconciler) machineSet(ctx context.Context, namespace, name string) (*v
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !set.DeletionTimestamp.IsZero() {
+		// Going away with its Machines: no target to update to or move into.
+		return nil, nil
 	}
 	return set, nil
 }
@@ -277,18 +264,4 @@ func (r *Reconciler) updateTimeout(ctx context.Context, namespace, target string
 		return p.UpdateTimeout.Duration
 	}
 	return DefaultUpdateTimeout
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

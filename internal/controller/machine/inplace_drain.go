@@ -25,6 +25,12 @@ func (r *Reconciler) inPlaceDrain(ctx context.Context, s *scope) (bool, reconcil
 		u.Message = "the Machine has no Node to drain"
 		return true, reconcile.Result{}, nil
 	}
+	// A previous update's answer (a failed agent) must not be read as
+	// this one's: cleared here, at every step of the drain (a no-op once
+	// done), so a failed write is retried rather than left.
+	if err := r.clearNodeUpdateKeys(ctx, s); err != nil {
+		return false, reconcile.Result{}, err
+	}
 	if err := r.cordonForUpdate(ctx, s); err != nil {
 		return false, reconcile.Result{}, err
 	}

@@ -123,7 +123,7 @@ func nodeOf(h *controllertest.Harness, name string) *corev1.Node {
 // as a person, the kubelet or the node agent would.
 func editNode(h *controllertest.Harness, name string, edit func(*corev1.Node), status bool) {
 	h.T.Helper()
-	h.Eventually(10*time.Second, "the Node of "+name+" to take the edit", func() (bool, error) {
+	h.Eventually(30*time.Second, "the Node of "+name+" to take the edit", func() (bool, error) {
 		n := nodeOf(h, name)
 		patch := client.MergeFromWithOptions(n.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		edit(n)

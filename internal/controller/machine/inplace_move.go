@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 )
 
 // moveToTarget moves a Machine whose update succeeded into its target
@@ -38,7 +39,7 @@ func (r *Reconciler) moveToTarget(ctx context.Context, s *scope) (reconcile.Resu
 	}
 	if set == nil {
 		r.endInPlace(s, v1alpha1.InPlaceFailed, "the update was applied, but the target MachineSet "+u.TargetSet+
-			" no longer exists: the Machine stays in its set")
+			" no longer exists or is being deleted: the Machine stays in its set")
 		return reconcile.Result{}, nil
 	}
 	tpl := set.Spec.Template
@@ -85,7 +86,7 @@ func (r *Reconciler) moveToTarget(ctx context.Context, s *scope) (reconcile.Resu
 	observeInPlaceUpdate(v1alpha1.InPlaceSucceeded, u.FinishedAt.Sub(u.StartedAt.Time)) // once: the annotation is gone
 	u.Message = "moved to MachineSet " + set.Name
 	s.event(corev1.EventTypeNormal, ReasonInPlaceSucceeded, fmt.Sprintf("updated in place to MachineSet %s (class %s, version %s) in %s",
-		set.Name, orNone(u.Class), orNone(u.Version), u.FinishedAt.Sub(u.StartedAt.Time).Round(time.Second)))
+		set.Name, brief.OrNone(u.Class), brief.OrNone(u.Version), u.FinishedAt.Sub(u.StartedAt.Time).Round(time.Second)))
 	return reconcile.Result{}, r.releaseNodeFromUpdate(ctx, s)
 }
 

@@ -63,7 +63,7 @@ func TestInPlaceDriverPathMovesTheMachine(t *testing.T) {
 	if n := len(h.Sim.Cloud().History()); n != 2 {
 		t.Errorf("%d VMs were ever created for 2 Machines: the update replaced one", n)
 	}
-	h.Eventually(10*time.Second, "a's Node uncordoned, b's still cordoned", func() (bool, error) {
+	h.Eventually(30*time.Second, "a's Node uncordoned, b's still cordoned", func() (bool, error) {
 		a, b := nodeOf(h, "a"), nodeOf(h, "b")
 		_, aMark := a.Annotations[v1alpha1.NodeInPlaceCordonAnnotation]
 		_, bMark := b.Annotations[v1alpha1.NodeInPlaceCordonAnnotation]
@@ -170,7 +170,7 @@ func TestInPlaceNodePathWithTheAgent(t *testing.T) {
 		return h.Get("m").Annotations[v1alpha1.InPlaceTargetAnnotation] == "", nil
 	})
 	m := w.expectMoved(t, "m")
-	h.Eventually(10*time.Second, "status.nodeVersion, the Node's keys and cordon", func() (bool, error) {
+	h.Eventually(30*time.Second, "status.nodeVersion, the Node's keys and cordon", func() (bool, error) {
 		m, n := h.Get("m"), nodeOf(h, "m")
 		_, label := n.Labels[v1alpha1.NodeUpdateLabel]
 		_, version := n.Labels[v1alpha1.NodeUpdateVersionLabel]
@@ -280,7 +280,7 @@ func TestInPlaceResumesAfterRestart(t *testing.T) {
 	if vm := h.VMs("m")[0]; vm.Updates != 1 || vm.ClassName != "c2" {
 		t.Errorf("the VM got %d updates (class %s); want the one made before the restart", vm.Updates, vm.ClassName)
 	}
-	h.Eventually(10*time.Second, "the Node uncordoned", func() (bool, error) { return !nodeOf(h, "m").Spec.Unschedulable, nil })
+	h.Eventually(30*time.Second, "the Node uncordoned", func() (bool, error) { return !nodeOf(h, "m").Spec.Unschedulable, nil })
 }
 
 // The in-place drain honours disruption budgets — never deleting a pod a

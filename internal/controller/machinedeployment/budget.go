@@ -69,7 +69,7 @@ func (r *Reconciler) admitStarts(ctx context.Context, s *scope, in plan.Input, p
 	// gives its grant back rather than hold the budget for two minutes.
 	for _, m := range granted {
 		if !started[m.Name] {
-			if err := r.Gate.Release(ctx, m); err != nil {
+			if err := r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionInPlaceUpdate); err != nil {
 				return q, again, err
 			}
 		}
@@ -94,7 +94,7 @@ func (r *Reconciler) releaseUnwanted(ctx context.Context, s *scope, inPlace bool
 			if wanted {
 				continue
 			}
-			if err := r.Gate.Release(ctx, m); err != nil {
+			if err := r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionInPlaceUpdate); err != nil {
 				return err
 			}
 			s.log.Info("released an in-place update no longer wanted", "machine", m.Name)

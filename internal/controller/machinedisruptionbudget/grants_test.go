@@ -26,9 +26,10 @@ func grants(b *v1alpha1.MachineDisruptionBudget) []string {
 }
 
 // TestGrantCountsUntilItTakesEffect: a grant counts as unavailable from the
-// moment it is recorded until its Machine is seen unavailable (then it is
-// counted as such) and gone (then not at all); a Machine refused meanwhile
-// is listed as waiting.
+// moment it is recorded until its Machine shows the disruption (being
+// deleted: then it is counted as such) and gone (then not at all), not
+// when its Node merely flaps NotReady; a Machine refused meanwhile is
+// listed as waiting.
 func TestGrantCountsUntilItTakesEffect(t *testing.T) {
 	ns := start(t)
 	m0 := machine(t, ns, "m0", pool("a"), true)
@@ -57,17 +58,45 @@ func TestGrantCountsUntilItTakesEffect(t *testing.T) {
 		return len(b.Status.WaitingMachines) == 1 && b.Status.WaitingMachines[0].Name == "m1"
 	})
 
-	// The disruption takes effect: m0 counts as unavailable, once.
+	// m0's Node flaps NotReady, then Ready again, while new turns Ready:
+	// that is not the rollout starting, so the grant stays (counted once
+	// while m0 is down) and keeps the slot taken once m0 is back.
 	setReady(t, m0, false)
-	b = waitStatus(t, ns, "prod", "the grant to end", func(b *v1alpha1.MachineDisruptionBudget) bool { return len(grants(b)) == 0 })
-	if want = "expected 4 max 1 unavailable 2 allowed 0"; counts(b) != want {
-		t.Fatalf("after m0 went down: %s, want %s", counts(b), want)
-	}
-	// m0 is gone and its replacement Ready: the budget is free again.
-	if err := env.Client.Delete(ctx, m0); err != nil {
+	setReady(t, &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "new"}}, true)
+	want = "expected 4 max 1 unavailable 1 allowed 0"
+	waitStatus(t, ns, "prod", want+", grants [m0]", func(b *v1alpha1.MachineDisruptionBudget) bool {
+		return counts(b) == want && slices.Equal(grants(b), []string{"m0"})
+	})
+	setReady(t, m0, true)
+	waitStatus(t, ns, "prod", "m0 Ready again, its grant still counted", func(b *v1alpha1.MachineDisruptionBudget) bool {
+		return counts(b) == want && slices.Equal(grants(b), []string{"m0"})
+	})
+
+	// The disruption takes effect (m0 is being deleted): the grant ends,
+	// m0 counts as unavailable, once.
+	cur := &v1alpha1.Machine{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m0), cur); err != nil {
 		t.Fatal(err)
 	}
-	setReady(t, &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "new"}}, true)
+	cur.Finalizers = append(cur.Finalizers, "test.millwright.dev/hold")
+	if err := env.Client.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	want = "expected 3 max 1 unavailable 1 allowed 0"
+	waitStatus(t, ns, "prod", "the grant to end: "+want, func(b *v1alpha1.MachineDisruptionBudget) bool {
+		return counts(b) == want && len(grants(b)) == 0
+	})
+	// m0 is gone: the budget is free again.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(m0), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Finalizers = nil
+	if err := env.Client.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
 	want = "expected 3 max 1 unavailable 0 allowed 1"
 	waitStatus(t, ns, "prod", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return counts(b) == want })
 }

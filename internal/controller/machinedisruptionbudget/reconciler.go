@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
@@ -187,15 +188,11 @@ func why(ev disruption.Evaluation) string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	parts := make([]string, 0, 5)
-	for i, n := range names {
-		if i == 5 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(names)-5))
-			break
-		}
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
 		parts = append(parts, n+" "+ev.Why[n])
 	}
-	return strings.Join(parts, "; ")
+	return brief.List(parts, 5, "; ")
 }
 
 func (r *Reconciler) setCondition(b *v1alpha1.MachineDisruptionBudget, t string, ok bool, reason, message string, now time.Time) {

@@ -49,3 +49,34 @@ func TestBudget(t *testing.T) {
 		t.Error("an upside-down range written around admission was accepted")
 	}
 }
+
+// TestRemediableSparesAnInPlaceUpdate: a Machine drained and rebooting for
+// its in-place update is not remediated while the update lasts (its
+// updateTimeout bounds it); once the update stopped, or for a status left
+// from a cleared target, it is.
+func TestRemediableSparesAnInPlaceUpdate(t *testing.T) {
+	machine := func(phase v1alpha1.InPlaceUpdatePhase, annotated bool) *v1alpha1.Machine {
+		m := &v1alpha1.Machine{Status: v1alpha1.MachineStatus{InPlaceUpdate: &v1alpha1.InPlaceUpdateStatus{TargetSet: "new", Phase: phase}}}
+		if annotated {
+			m.Annotations = map[string]string{v1alpha1.InPlaceTargetAnnotation: "new"}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		phase     v1alpha1.InPlaceUpdatePhase
+		annotated bool
+		want      bool
+	}{
+		{v1alpha1.InPlaceDraining, true, false},
+		{v1alpha1.InPlaceUpdating, true, false},
+		{v1alpha1.InPlaceWaitingForNode, true, false},
+		{v1alpha1.InPlaceFailed, true, true},
+		{v1alpha1.InPlaceSucceeded, true, true},
+		{v1alpha1.InPlaceWaitingForNode, false, true},
+	} {
+		why, ok := remediable(machine(tc.phase, tc.annotated))
+		if ok != tc.want {
+			t.Errorf("%s (annotated %v): remediable = %v (%q), want %v", tc.phase, tc.annotated, ok, why, tc.want)
+		}
+	}
+}

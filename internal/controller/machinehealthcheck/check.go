@@ -30,7 +30,7 @@ const (
 	ReasonSucceeded              = "HealthCheckSucceeded"
 	ReasonSelectionConflict      = "SelectionConflict"
 	ReasonWaitingForRemediation  = "WaitingForRemediation"
-	ReasonExternalRemediation    = "ExternalRemediationRequested"
+	ReasonExternalRemediation    = v1alpha1.ExternalRemediationRequestedReason
 	ReasonRemediationHeldBack    = "RemediationHeldBack"
 	ReasonRemediationSkipped     = "RemediationSkipped"
 	ReasonTooManyUnhealthy       = "TooManyUnhealthy"

@@ -38,8 +38,12 @@ func (r *Reconciler) setMachineConditions(ctx context.Context, m *v1alpha1.Machi
 
 // recovered records that a Machine passes again: a remediation not yet
 // acted on is withdrawn (OwnerRemediated removed, the external
-// remediation object deleted). A Machine already Failed stays Failed.
+// remediation object deleted, its budget grant or wait withdrawn). A
+// Machine already Failed stays Failed.
 func (r *Reconciler) recovered(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, m *v1alpha1.Machine, now time.Time) error {
+	if err := r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation); err != nil {
+		return err
+	}
 	before := findCondition(m, v1alpha1.HealthCheckSucceededCondition)
 	if mhc.Spec.Remediation.TemplateRef != nil && before != nil && before.Status == metav1.ConditionFalse {
 		if err := r.deleteRemediation(ctx, mhc, m); err != nil {
@@ -63,6 +67,10 @@ func (r *Reconciler) start(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 		if err := r.createRemediation(ctx, mhc, m); err != nil {
 			return err
 		}
+		// The reason marks the remediation in flight: the Machine counts
+		// as unavailable in its budgets while the object exists
+		// (disruption.Unavailable), not just for the grant's two minutes.
+		v.reason = ReasonExternalRemediation
 		return r.setMachineConditions(ctx, m, v, false, now)
 	}
 	return r.setMachineConditions(ctx, m, v, true, now)

@@ -2,6 +2,7 @@ package machinehealthcheck_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 // TestExternalRemediationCreatesOneObjectPerUnhealthyMachine: with a
@@ -68,6 +70,19 @@ func TestExternalRemediationCreatesOneObjectPerUnhealthyMachine(t *testing.T) {
 		}
 		return true, nil
 	})
+	// While its object exists the Machine is being remediated: it says so,
+	// and so counts as unavailable in its disruption budgets for as long,
+	// not just for a grant's two minutes.
+	for _, m := range sick {
+		got := getMachine(h, m.Name)
+		c := conditionOf(got.Status.Conditions, v1alpha1.HealthCheckSucceededCondition)
+		if c == nil || c.Reason != v1alpha1.ExternalRemediationRequestedReason {
+			t.Errorf("Machine %s: HealthCheckSucceeded %+v, want reason %s", m.Name, c, v1alpha1.ExternalRemediationRequestedReason)
+		}
+		if down, why := disruption.Unavailable(got); !down || !strings.Contains(why, "remediated externally") {
+			t.Errorf("Machine %s: Unavailable = %v (%q), want being remediated externally", m.Name, down, why)
+		}
+	}
 
 	// One recovers: its remediation object goes, the other's stays.
 	setNodeReady(h, sick[0], true)

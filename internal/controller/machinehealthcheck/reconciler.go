@@ -62,11 +62,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
+			return reconcile.Result{}, r.withdrawOrphaned(ctx, req.Namespace)
 		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		return reconcile.Result{}, err
 	}
 	if !mhc.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.withdrawOrphaned(ctx, req.Namespace)
 	}
 	exportCounters(mhc.Namespace, mhc.Name, r.mode(mhc))
 	now := time.Now()
@@ -175,12 +176,18 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 			why, ok := remediable(m)
 			switch {
 			case inFlight[m.Name]:
+				if mhc.Spec.Remediation.TemplateRef != nil && m.Status.FailureReason == "" {
+					t.verdict.reason = ReasonExternalRemediation
+				}
 			case !ok:
 				reasons[m.Name] += " (not remediated: " + why + ")"
+				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
 			case b.heldBack:
 				reasons[m.Name] += " (remediation held back: too many unhealthy)"
+				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
 			case b.start <= 0:
 				reasons[m.Name] += " (waiting: maxInFlight reached)"
+				err = r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation)
 			default:
 				d, err := r.Gate.Request(ctx, m, v1alpha1.DisruptionRemediation)
 				if err != nil {
@@ -198,7 +205,9 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 				}
 				continue
 			}
-			err = r.setMachineConditions(ctx, m, t.verdict, false, now)
+			if err == nil {
+				err = r.setMachineConditions(ctx, m, t.verdict, false, now)
+			}
 		}
 		if err != nil {
 			return reconcile.Result{}, err
@@ -223,6 +232,12 @@ func remediable(m *v1alpha1.Machine) (string, bool) {
 	}
 	if c := findCondition(m, v1alpha1.PausedCondition); c != nil && c.Status == "True" {
 		return "the Machine is paused: " + c.Message, false
+	}
+	if disruption.InPlaceInProgress(m) {
+		// Drained and rebooting on purpose: the update's updateTimeout
+		// bounds it, as Cluster API spares a Machine whose update is in
+		// progress (docs/health-checks.md).
+		return "an in-place update is under way (" + string(m.Status.InPlaceUpdate.Phase) + ")", false
 	}
 	return "", true
 }

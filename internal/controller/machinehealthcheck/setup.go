@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
 // SetupWithManager registers the controller: health checks and Machines
@@ -33,7 +34,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
 		// A budget's recount may free the disruption a remediation waits for.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToChecks),
-			builder.WithPredicates(allowedChanged())).
+			builder.WithPredicates(disruption.AllowedChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToChecks), conditionsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -96,19 +97,6 @@ func (r *Reconciler) nodeToChecks(ctx context.Context, node *corev1.Node) []reco
 		return nil // not ours, or not in this manager's namespace
 	}
 	return r.machineToChecks(ctx, m)
-}
-
-// allowedChanged passes budget events that may change what the gate
-// answers: a new or deleted budget, and a change of its spec or of the
-// disruptions it allows.
-func allowedChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*v1alpha1.MachineDisruptionBudget)
-			n, ok2 := e.ObjectNew.(*v1alpha1.MachineDisruptionBudget)
-			return !ok1 || !ok2 || o.Generation != n.Generation || o.Status.DisruptionsAllowed != n.Status.DisruptionsAllowed
-		},
-	}
 }
 
 // conditionsChanged passes Node events whose condition statuses changed

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
@@ -35,7 +36,7 @@ func (r *Reconciler) deleteVictims(ctx context.Context, s *scope, want []*v1alph
 		// an Event is an API write, and a rolling update shrinks a set a
 		// few Machines at a time.
 		if len(deleted) > 0 {
-			r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), nameList(deleted)))
+			r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), brief.List(deleted, 5, ", ")))
 		}
 	}()
 	rollout := r.oldRevision(ctx, s.ms)
@@ -127,7 +128,7 @@ func (r *Reconciler) releaseUnwanted(ctx context.Context, s *scope) error {
 		if !waits || s.victims[m.Name] || !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Gate.Release(ctx, m); err != nil {
+		if err := r.Gate.Withdraw(ctx, m, kind); err != nil {
 			return err
 		}
 		s.log.Info("released a disruption no longer wanted", "machine", m.Name, "kind", kind)

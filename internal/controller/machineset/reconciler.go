@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
@@ -309,7 +309,7 @@ func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error 
 	defer func() {
 		if len(all) > 0 {
 			sort.Strings(all)
-			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(all), nameList(all)))
+			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(all), brief.List(all, 5, ", ")))
 		}
 	}()
 	for batch := 1; n > 0; batch *= 2 {
@@ -372,15 +372,6 @@ func (r *Reconciler) createOne(ctx context.Context, s *scope) (string, error) {
 		return "", fmt.Errorf("creating a Machine failed: %w", err)
 	}
 	return m.Name, nil
-}
-
-// nameList names up to a few Machines, then counts the rest: an Event is one line.
-func nameList(names []string) string {
-	const shown = 5
-	if len(names) <= shown {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:shown], ", "), len(names)-shown)
 }
 
 func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Machine, why string) error {

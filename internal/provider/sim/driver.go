@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -375,18 +376,11 @@ func notInPlace(vm *VM, spec *classSpec) string {
 	case !slices.Contains(spec.zones, vm.Zone):
 		return fmt.Sprintf("providerSpec.zones: the VM runs in zone %s, which is not one of %s", vm.Zone, strings.Join(spec.zones, ", "))
 	case spec.image != vm.Image:
-		return fmt.Sprintf("providerSpec.image: the VM booted from %s, not %s", orNone(vm.Image), orNone(spec.image))
+		return fmt.Sprintf("providerSpec.image: the VM booted from %s, not %s", brief.OrNone(vm.Image), brief.OrNone(spec.image))
 	case spec.instanceType.Name != vm.InstanceType:
 		return fmt.Sprintf("providerSpec.instanceType: the VM is a %s, not a %s", vm.InstanceType, spec.instanceType.Name)
 	}
 	return ""
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 // GetPluginInfo names the driver and lists every optional method: the sim

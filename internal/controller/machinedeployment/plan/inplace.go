@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/brief"
 )
 
 // ModeInPlace is the mode of a plan of strategy InPlace.
@@ -361,7 +362,7 @@ func (st *ipState) start() {
 	switch {
 	case int32(len(st.report.Failed)) > ip.MaxFailed:
 		st.report.Stopped = fmt.Sprintf("%d in-place updates to %s failed, more than maxFailed %d: %s",
-			len(st.report.Failed), n.name, ip.MaxFailed, firstFew(st.report.Failed))
+			len(st.report.Failed), n.name, ip.MaxFailed, brief.List(st.report.Failed, 5, "; "))
 		st.report.TooManyFailed = true
 		return
 	case st.in.Frozen:
@@ -373,7 +374,7 @@ func (st *ipState) start() {
 		// retried) are what hold every maxUnavailable slot: the rollout
 		// is stopped by them all the same, and says so.
 		st.report.Stopped = fmt.Sprintf("%d in-place updates to %s failed; their Machines stay cordoned until retried and take %d of maxUnavailable %d: %s",
-			failed, n.name, failed, ip.MaxUnavailable, firstFew(st.report.Failed))
+			failed, n.name, failed, ip.MaxUnavailable, brief.List(st.report.Failed, 5, "; "))
 		st.report.TooManyFailed = true
 		return
 	}
@@ -488,16 +489,6 @@ func (st *ipState) set(name string) *ipSet {
 		}
 	}
 	return nil
-}
-
-// firstFew joins up to five items and counts the rest: a condition
-// message is one line for people.
-func firstFew(items []string) string {
-	const shown = 5
-	if len(items) <= shown {
-		return strings.Join(items, "; ")
-	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(items[:shown], "; "), len(items)-shown)
 }
 
 func toSet(names []string) map[string]bool {
