@@ -46,7 +46,8 @@ const (
 )
 
 // DisruptedMachine is a disruption the budget granted and has not yet seen
-// take effect (the Machine not yet observed unavailable): it counts as
+// take effect (the Machine not yet showing the disruption of its kind:
+// being deleted, marked for remediation, updating in place): it counts as
 // unavailable meanwhile, so that a grant is never given twice.
 type DisruptedMachine struct {
 	// Name of the Machine.
