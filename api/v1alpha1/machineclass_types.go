@@ -74,6 +74,16 @@ type NodeTemplate struct {
 	// +kubebuilder:validation:XValidation:rule="!format.labelValue().validate(self).hasValue()",message="zone must be a valid label value (it becomes a Node label): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 	Zone string `json:"zone,omitempty"`
 
+	// Zones a VM of this class can be placed in: the zones a
+	// MachineDeployment with failureDomains and no zones of its own
+	// spreads over, and the only zones one may list (docs/failure-domains.md).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.all(z, !format.labelValue().validate(z).hasValue())",message="zones must be valid label values (each becomes a Node's topology.kubernetes.io/zone): at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	Zones []string `json:"zones,omitempty"`
+
 	// Architecture is the Node's CPU architecture (kubernetes.io/arch), for
 	// example amd64 or arm64.
 	// +optional

@@ -97,6 +97,13 @@ type MachineDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	AutoPreserveFailedMax *int32 `json:"autoPreserveFailedMax,omitempty"`
+
+	// FailureDomains spreads the Machines over zones, keeps them spread
+	// during scaling and rollouts, and moves a zone's share to the others
+	// while it is out of capacity (docs/failure-domains.md). Changing it
+	// replaces no Machine: new Machines go where the spread needs them.
+	// +optional
+	FailureDomains *FailureDomains `json:"failureDomains,omitempty"`
 }
 
 // MachineDeploymentStrategyType is how a MachineDeployment replaces Machines.
@@ -277,7 +284,7 @@ type MachineDeploymentStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// Conditions: Available, Progressing, Frozen, AutoscalerBoundsValid.
+	// Conditions: Available, Progressing, Frozen, AutoscalerBoundsValid, Spread.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -292,6 +299,13 @@ type MachineDeploymentStatus struct {
 	// +optional
 	// +listType=atomic
 	FailedMachines []MachineSummary `json:"failedMachines,omitempty"`
+
+	// FailureDomains is, per zone of spec.failureDomains, how many
+	// Machines are there, the zone's share, and its capacity.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	FailureDomains []FailureDomainStatus `json:"failureDomains,omitempty"`
 }
 
 // MachineDeployment rolls a fleet of Machines from one template to the next

@@ -59,6 +59,12 @@ type MachineSetSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	AutoPreserveFailedMax *int32 `json:"autoPreserveFailedMax,omitempty"`
+
+	// FailureDomains places the set's Machines over zones. A MachineSet
+	// owned by a MachineDeployment gets it from the deployment's
+	// spec.failureDomains (docs/failure-domains.md).
+	// +optional
+	FailureDomains *FailureDomainPlacement `json:"failureDomains,omitempty"`
 }
 
 // MachineSetStatus is what the MachineSet controller observed.
