@@ -85,8 +85,10 @@ type MachineDisruptionBudgetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// ExpectedMachines is the number of selected Machines not being
-	// deleted: the base of a percentage.
+	// ExpectedMachines is how many selected Machines there should be: the
+	// spec.replicas of the owners whose Machines the budget selects
+	// wholly, plus the other selected Machines not being deleted
+	// (docs/disruption-budgets.md). The base of a percentage.
 	// +optional
 	ExpectedMachines int32 `json:"expectedMachines"`
 
@@ -94,9 +96,9 @@ type MachineDisruptionBudgetStatus struct {
 	// +optional
 	MaxUnavailable int32 `json:"maxUnavailable"`
 
-	// CurrentUnavailable is the number of selected Machines unavailable
-	// now (docs/disruption-budgets.md says which), grants not yet taken
-	// effect included.
+	// CurrentUnavailable is the number of expected Machines unavailable
+	// or missing now (docs/disruption-budgets.md says which), grants not
+	// yet taken effect included.
 	// +optional
 	CurrentUnavailable int32 `json:"currentUnavailable"`
 

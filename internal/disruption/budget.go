@@ -48,12 +48,14 @@ func selector(b *v1alpha1.MachineDisruptionBudget) (labels.Selector, error) {
 
 // Evaluation is a budget's state computed from its Machines.
 type Evaluation struct {
-	// Expected is the number of selected Machines not being deleted.
+	// Expected is how many selected Machines there should be: the
+	// spec.replicas of each owner whose Machines the budget selects
+	// wholly, plus every other selected Machine not being deleted.
 	Expected int32
 	// Max is spec.maxUnavailable resolved against Expected (rounded up).
 	Max int32
-	// Unavailable is the selected Machines unavailable, with the grants
-	// not yet seen taking effect.
+	// Unavailable is how many of the expected Machines are unavailable,
+	// missing or granted a disruption not yet seen taking effect.
 	Unavailable int32
 	// Allowed is how many more voluntary disruptions may be granted.
 	Allowed int32
@@ -61,58 +63,86 @@ type Evaluation struct {
 	Disrupted []v1alpha1.DisruptedMachine
 	// Waiting are the selected Machines waiting for a budget, by name.
 	Waiting []v1alpha1.WaitingMachine
-	// Why names, by Machine, the unavailable ones and why (for people).
+	// Why names, by Machine or owner, what is unavailable and why (for people).
 	Why map[string]string
 }
+
+// Owners tells Evaluate which controller keeps a Machine and at what
+// size: key names its top owner (for example "MachineDeployment/web"),
+// replicas is that owner's spec.replicas. ok is false for a Machine no
+// MachineSet keeps. A nil Owners counts every Machine alone.
+type Owners func(m *v1alpha1.Machine) (key string, replicas int32, ok bool)
 
 // Evaluate computes a budget's state from the Machines of its namespace:
 // which it selects, which are unavailable, which of its grants are still
 // pending (a grant ends when its Machine shows the effect of its kind
-// (tookEffect) or is gone, or after GrantTTL), and so how many more disruptions it may grant.
-func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, now time.Time) (Evaluation, error) {
+// (tookEffect) or is gone, or after GrantTTL), and so how many more
+// disruptions it may grant.
+//
+// Machines of an owner the budget selects wholly count against the
+// owner's size, as a PodDisruptionBudget counts against its controller's
+// scale (see ownerGroup.unavailable): a Machine that failed to be created
+// counts as unavailable, and a Machine being replaced and its replacement
+// not yet Ready count once. The other selected Machines count alone.
+func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, owners Owners, now time.Time) (Evaluation, error) {
 	sel, err := selector(b)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	ev := Evaluation{Why: map[string]string{}}
 	selected := map[string]*v1alpha1.Machine{}
-	isDown := map[string]bool{} // unavailable, counted once
 	for i := range machines {
 		m := &machines[i]
 		if m.Namespace != b.Namespace || !sel.Matches(labels.Set(m.Labels)) || !counted(m) {
 			continue
 		}
 		selected[m.Name] = m
-		if m.DeletionTimestamp.IsZero() {
-			ev.Expected++
-		}
-		if down, why := Unavailable(m); down {
-			ev.Unavailable++
-			ev.Why[m.Name] = why
-			isDown[m.Name] = true
-		}
 		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil &&
 			c.Status == "False" && m.DeletionTimestamp.IsZero() {
 			ev.Waiting = append(ev.Waiting, v1alpha1.WaitingMachine{Name: m.Name, Message: brief.Truncate(c.Message, 1024)})
 		}
 	}
+	granted := map[string]bool{} // pending grants, by Machine
 	for _, g := range b.Status.DisruptedMachines {
 		m, ok := selected[g.Name]
 		if !ok || now.Sub(g.GrantedAt.Time) >= GrantTTL {
 			continue // gone (or no longer selected), or lapsed
 		}
 		if tookEffect(m, g.Kind) {
-			continue // counted above, as unavailable
+			continue // counted as unavailable
 		}
 		// Still pending: kept even while the Machine is unavailable for
 		// another reason (a Node flapping NotReady), or the slot would be
 		// freed while the disruption is about to start.
 		ev.Disrupted = append(ev.Disrupted, g)
-		if isDown[g.Name] {
+		granted[g.Name] = true
+	}
+	groups := groupByOwner(b.Namespace, machines, selected, owners)
+	for _, name := range sortedKeys(selected) {
+		m := selected[name]
+		if g := groups[ownerKey(m, owners)]; g != nil {
+			g.add(m, granted[name])
 			continue
 		}
-		ev.Unavailable++
-		ev.Why[g.Name] = "granted a disruption (" + string(g.Kind) + ")"
+		// Alone: counted as it is.
+		if m.DeletionTimestamp.IsZero() {
+			ev.Expected++
+		}
+		if down, why := Unavailable(m); down {
+			ev.Unavailable++
+			ev.Why[name] = why
+		} else if granted[name] {
+			ev.Unavailable++
+			ev.Why[name] = "granted a disruption"
+		}
+	}
+	for _, key := range sortedKeys(groups) {
+		g := groups[key]
+		ev.Expected += g.replicas
+		if n := g.unavailable(); n > 0 {
+			ev.Unavailable += n
+			ev.Why[key] = g.why()
+		}
 	}
 	max, err := intstr.GetScaledValueFromIntOrPercent(&b.Spec.MaxUnavailable, int(ev.Expected), true)
 	if err != nil || max < 0 {

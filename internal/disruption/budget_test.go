@@ -73,7 +73,7 @@ func TestEvaluate(t *testing.T) {
 		{"a grant of a Machine no longer selected ends", budget(intstr.FromInt32(3), grant("other", now)), 6, 3, 2, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := disruption.Evaluate(tc.b, machines, now)
+			ev, err := disruption.Evaluate(tc.b, machines, nil, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestEvaluate(t *testing.T) {
 func TestEvaluateNothingSelected(t *testing.T) {
 	b := budget(intstr.FromString("50%"))
 	b.Spec.Selector.MatchLabels = map[string]string{"pool": "typo"}
-	ev, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, time.Now())
+	ev, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestEvaluateRefusesWhatAdmissionRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := budget(intstr.FromInt32(1))
 			edit(b)
-			if _, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, time.Now()); err == nil {
+			if _, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, nil, time.Now()); err == nil {
 				t.Fatal("no error")
 			}
 		})
@@ -155,7 +155,7 @@ func TestGrantEndsWithTheEffectOfItsKind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := grant("m", now.Add(-time.Second))
 			g.Kind = tc.kind
-			ev, err := disruption.Evaluate(budget(intstr.FromInt32(1), g), []v1alpha1.Machine{tc.m}, now)
+			ev, err := disruption.Evaluate(budget(intstr.FromInt32(1), g), []v1alpha1.Machine{tc.m}, nil, now)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -78,9 +78,13 @@ func (r *Reconciler) recount(ctx context.Context, b *v1alpha1.MachineDisruptionB
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	owners, err := r.owners(ctx, b.Namespace)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	st := &b.Status
 	st.ObservedGeneration = b.Generation
-	ev, err := disruption.Evaluate(b, machines, now)
+	ev, err := disruption.Evaluate(b, machines, owners, now)
 	if err != nil {
 		// Only a budget written around admission gets here: it grants
 		// nothing until fixed, and says why.

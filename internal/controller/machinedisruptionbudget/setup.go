@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/enqueue"
 )
 
 // SetupWithManager registers the controller: budgets and Machines from the
@@ -23,7 +24,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		For(&v1alpha1.MachineDisruptionBudget{}).
 		// Another budget's selector coming, changing or going changes the
 		// Overlapping condition of the budgets sharing its Machines.
-		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespace),
+		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, budgetList, true)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// An owner's size is what its Machines count against
+		// (docs/disruption-budgets.md): a change recounts the namespace's
+		// budgets.
+		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, budgetList, false)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, budgetList, false)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Machine's labels (selection) and status (availability) change
 		// its budgets' counts; both old and new labels are mapped, so that
@@ -31,20 +39,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToBudgets)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
-}
-
-func (r *Reconciler) allInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MachineDisruptionBudgetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].Name != o.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
 }
 
 // machineToBudgets maps a Machine to the budgets selecting it, and to
@@ -74,3 +68,5 @@ func granted(b *v1alpha1.MachineDisruptionBudget, name string) bool {
 	}
 	return false
 }
+
+func budgetList() client.ObjectList { return &v1alpha1.MachineDisruptionBudgetList{} }

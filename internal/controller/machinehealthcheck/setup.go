@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/enqueue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
@@ -29,44 +30,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		For(&v1alpha1.MachineHealthCheck{}).
 		// Another health check's selector coming, changing or going may
 		// start or end a conflict over the same Machines.
-		Watches(&v1alpha1.MachineHealthCheck{}, handler.EnqueueRequestsFromMapFunc(r.allInNamespace),
+		Watches(&v1alpha1.MachineHealthCheck{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, checkList, true)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
-		// A budget's recount may free the disruption a remediation waits for.
-		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToChecks),
+		// A budget's recount may free the disruption a remediation waits
+		// for, in any health check of its namespace.
+		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, checkList, false)),
 			builder.WithPredicates(disruption.AllowedChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToChecks), conditionsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
-}
-
-func (r *Reconciler) allInNamespace(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MachineHealthCheckList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].Name != o.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return reqs
-}
-
-// budgetToChecks maps a MachineDisruptionBudget to every health check of
-// its namespace: any of them may have a remediation waiting for it.
-func (r *Reconciler) budgetToChecks(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &v1alpha1.MachineHealthCheckList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // machineToChecks maps a Machine to the health checks selecting it.
@@ -116,3 +90,5 @@ func statuses(n *corev1.Node) map[corev1.NodeConditionType]corev1.ConditionStatu
 	}
 	return out
 }
+
+func checkList() client.ObjectList { return &v1alpha1.MachineHealthCheckList{} }
