@@ -2,6 +2,8 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -118,7 +120,7 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 		granted[g.Name] = true
 	}
 	groups := groupByOwner(b.Namespace, machines, selected, owners)
-	for _, name := range sortedKeys(selected) {
+	for _, name := range slices.Sorted(maps.Keys(selected)) {
 		m := selected[name]
 		if g := groups[ownerKey(m, owners)]; g != nil {
 			g.add(m, granted[name])
@@ -136,7 +138,7 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 			ev.Why[name] = "granted a disruption"
 		}
 	}
-	for _, key := range sortedKeys(groups) {
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[key]
 		ev.Expected += g.replicas
 		if n := g.unavailable(); n > 0 {

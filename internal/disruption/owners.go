@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -103,13 +102,4 @@ func ownerKey(m *v1alpha1.Machine, owners Owners) string {
 		return ""
 	}
 	return key
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

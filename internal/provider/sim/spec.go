@@ -3,8 +3,8 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -233,7 +233,7 @@ func (ps *ProviderSpec) compile() (*classSpec, error) {
 	if len(ps.Tags) > maxTags {
 		return nil, invalid("providerSpec.tags", "must have at most %d tags, not %d", maxTags, len(ps.Tags))
 	}
-	for _, k := range sortedKeys(ps.Tags) {
+	for _, k := range slices.Sorted(maps.Keys(ps.Tags)) {
 		if k == "" || len(k) > maxTagKey {
 			return nil, invalid("providerSpec.tags", "tag key %q must be 1 to %d characters", k, maxTagKey)
 		}
@@ -382,15 +382,6 @@ func codeNames() string {
 		names = append(names, c.String())
 	}
 	return strings.Join(names, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func cloneMap(m map[string]string) map[string]string {
