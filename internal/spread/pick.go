@@ -2,26 +2,74 @@ package spread
 
 import "github.com/millwright-dev/millwright/api/v1alpha1"
 
-// PickZones places n new Machines one after the other, each in the usable
-// zone (see Usable) with the largest deficit (target − count, counting
-// those placed before it); ties go to the zone where others (Machines that
-// a rollout is about to remove: those of the deployment's other sets) are
-// most numerous, so a new Machine lands where an old one will go, then to
-// zone order. counts are the live Machines per zone, others included.
-func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others, targets map[string]int32) []string {
-	if len(zones) == 0 || n <= 0 {
-		return nil
+// share compares zones against their exact shares: a zone's standing is
+// count×W − total×w (W the sum of the effective weights, w the zone's),
+// that is W times how far it is above its exact share of total — no
+// rounding, so no zone is favoured by where the remainder of a division
+// happens to go. A zone not in the placement has weight 0.
+type share struct {
+	weight map[string]int64
+	sum    int64
+}
+
+func newShare(zones []v1alpha1.PlacementZone) share {
+	s := share{weight: make(map[string]int64, len(zones))}
+	for i, w := range weights(zones) {
+		s.weight[zones[i].Name] = w
+		s.sum += w
 	}
-	usable := Usable(zones)
+	return s
+}
+
+// above is W times how far zone z, holding count of total Machines, is
+// above its exact share (negative: below).
+func (s share) above(z string, count, total int32) int64 {
+	return int64(count)*s.sum - int64(total)*s.weight[z]
+}
+
+func sum(counts map[string]int32) int32 {
+	var t int32
+	for _, v := range counts {
+		t += v
+	}
+	return t
+}
+
+func clone(counts map[string]int32) map[string]int32 {
 	c := make(map[string]int32, len(counts))
 	for z, v := range counts {
 		c[z] = v
 	}
+	return c
+}
+
+// PickZones places n new Machines one after the other, each in the usable
+// zone (see Usable) furthest below its exact share of the Machines there
+// will be (counting those placed before it); ties go to the zone where
+// others (Machines a rollout is about to remove: those of the
+// deployment's other sets) are most numerous, so a new Machine lands where
+// an old one will go, then to zone order. counts are the live Machines per
+// zone, others included; the caller's maps are not changed.
+func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others map[string]int32) []string {
+	if len(zones) == 0 || n <= 0 {
+		return nil
+	}
+	usable, sh := Usable(zones), newShare(zones)
+	c := clone(counts)
 	out := make([]string, 0, n)
 	for range n {
+		total := sum(c) + 1
 		best := -1
 		for i, z := range zones {
-			if usable[i] && (best < 0 || placeBefore(z.Name, zones[best].Name, c, others, targets)) {
+			if !usable[i] {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			a, b := sh.above(z.Name, c[z.Name], total), sh.above(zones[best].Name, c[zones[best].Name], total)
+			if a < b || (a == b && others[z.Name] > others[zones[best].Name]) {
 				best = i
 			}
 		}
@@ -32,46 +80,72 @@ func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others, targets ma
 	return out
 }
 
-// placeBefore reports whether zone a takes the next Machine before zone b
-// (which comes earlier in zone order).
-func placeBefore(a, b string, counts, others, targets map[string]int32) bool {
-	if da, db := targets[a]-counts[a], targets[b]-counts[b]; da != db {
-		return da > db
+// Victims picks n of the candidates — Machines of one set — to remove,
+// one after the other, counting each pick out of its zone before the
+// next. Candidates come in the caller's order of deletion, grouped: class
+// holds, per candidate, a group number that never decreases along the
+// slice (Machines the caller would delete before others, whatever their
+// zone, have a lower one). Each pick takes, from the first group with
+// candidates left, the one whose zone is furthest above its exact share
+// (a zone not in the placement, or out of capacity, has none); ties go to
+// the zone with the most candidates left (a set being rolled out drains
+// its zones evenly, so its last Machines are not all in one zone the new
+// set has already filled), then to the zone later in zone order (the
+// shares' remainders go to the earlier ones, see Targets), then to the
+// caller's order. zoneOf is each candidate's zone; counts are the live
+// Machines of the deployment per zone. It returns the indexes picked, in
+// order.
+func Victims(zones []v1alpha1.PlacementZone, n int, zoneOf []string, class []int, counts map[string]int32) []int {
+	sh := newShare(zones)
+	order := make(map[string]int, len(zones))
+	for i, z := range zones {
+		order[z.Name] = i
 	}
-	return others[a] > others[b]
-}
-
-// Victims picks n of the candidates to remove, one after the other,
-// counting each pick out of its zone before the next. Candidates come in
-// the caller's order of deletion, grouped: class holds, per candidate, a
-// group number that never decreases along the slice (Machines the caller
-// would delete before others, whatever their zone, have a lower one).
-// Each pick takes, from the first group with candidates left, the one
-// whose zone has the largest excess (count − target; a zone not in
-// targets has target 0), ties by the caller's order. zoneOf is each
-// candidate's zone; it returns the indexes picked, in order.
-func Victims(n int, zoneOf []string, class []int, counts, targets map[string]int32) []int {
-	c := make(map[string]int32, len(counts))
-	for z, v := range counts {
-		c[z] = v
+	c := clone(counts)
+	mine := map[string]int{}
+	for _, z := range zoneOf {
+		mine[z]++
 	}
 	taken := make([]bool, len(zoneOf))
 	var out []int
 	for len(out) < min(n, len(zoneOf)) {
+		total := sum(c) - 1
 		best := -1
-		for i := range zoneOf {
-			switch {
-			case taken[i]:
-			case best < 0:
-				best = i
-			case class[i] != class[best]:
-			case c[zoneOf[i]]-targets[zoneOf[i]] > c[zoneOf[best]]-targets[zoneOf[best]]:
+		for i, z := range zoneOf {
+			if taken[i] || (best >= 0 && class[i] != class[best]) {
+				continue
+			}
+			if best < 0 || removeBefore(z, zoneOf[best], sh.above(z, c[z], total), sh.above(zoneOf[best], c[zoneOf[best]], total), mine, order) {
 				best = i
 			}
 		}
 		taken[best] = true
 		c[zoneOf[best]]--
+		mine[zoneOf[best]]--
 		out = append(out, best)
 	}
 	return out
+}
+
+// removeBefore reports whether a Machine of zone a, standing aboveA above
+// its share, goes before one of zone b (see Victims).
+func removeBefore(a, b string, aboveA, aboveB int64, mine, order map[string]int) bool {
+	switch {
+	case aboveA != aboveB:
+		return aboveA > aboveB
+	case mine[a] != mine[b]:
+		return mine[a] > mine[b]
+	}
+	return laterZone(order, a, b)
+}
+
+// laterZone reports whether zone a comes after zone b in the placement (a
+// zone not in it comes after every listed one).
+func laterZone(order map[string]int, a, b string) bool {
+	oa, aok := order[a]
+	ob, bok := order[b]
+	if aok && bok {
+		return oa > ob
+	}
+	return !aok && bok
 }

@@ -103,3 +103,23 @@ func Skew(counts, targets map[string]int32) int32 {
 	}
 	return worst
 }
+
+// Balanced reports whether every zone is strictly within one Machine of
+// its exact share of the counted Machines (under Even: the most and the
+// least crowded zones differ by at most one), and no Machine is in a zone
+// without a share. It is stricter than Skew ≤ 1, whose targets are
+// rounded.
+func Balanced(zones []v1alpha1.PlacementZone, counts map[string]int32) bool {
+	sh, total := newShare(zones), sum(counts)
+	for z, c := range counts {
+		if a := sh.above(z, c, total); a >= sh.sum || -a >= sh.sum || (c > 0 && sh.weight[z] == 0) {
+			return false
+		}
+	}
+	for _, z := range zones {
+		if _, ok := counts[z.Name]; !ok && int64(total)*sh.weight[z.Name] >= sh.sum {
+			return false
+		}
+	}
+	return true
+}

@@ -65,39 +65,32 @@ func TestTargets(t *testing.T) {
 func TestPickZones(t *testing.T) {
 	abc := zones("a", "b", "c")
 	cases := []struct {
-		name                    string
-		zones                   []v1alpha1.PlacementZone
-		n                       int
-		counts, others, targets map[string]int32
-		want                    []string
+		name           string
+		zones          []v1alpha1.PlacementZone
+		n              int
+		counts, others map[string]int32
+		want           []string
 	}{
-		{"empty: largest share first", abc, 4, nil, nil, Targets(abc, 4), []string{"a", "a", "b", "c"}},
-		{"largest deficit first", abc, 2, map[string]int32{"a": 3, "b": 1, "c": 2}, nil, Targets(abc, 8),
-			[]string{"b", "b"}},
-		{"batch counts its own picks", abc, 3, map[string]int32{"a": 3, "b": 1, "c": 1}, nil, Targets(abc, 8),
-			[]string{"b", "b", "c"}},
-		// b and c both lack one; the old set's Machines are in c: the new
-		// one goes there, where a rollout removes next.
-		{"tie: where other sets' Machines are", abc, 1, map[string]int32{"a": 4, "b": 3, "c": 3}, map[string]int32{"a": 1, "c": 2},
-			map[string]int32{"a": 4, "b": 4, "c": 4}, []string{"c"}},
-		{"never out of capacity", zones("a", "b!", "c"), 3, map[string]int32{"a": 1, "c": 1}, nil,
-			Targets(zones("a", "b!", "c"), 5), []string{"a", "a", "c"}},
-		{"never weight 0 while others can", zones("a", "b:0"), 2, map[string]int32{"a": 5}, nil,
-			map[string]int32{"a": 3, "b": 0}, []string{"a", "a"}},
-		{"every zone out of capacity: still placed", zones("a!", "b!"), 1, nil, nil, Targets(zones("a!", "b!"), 1), []string{"a"}},
-		{"no zones", nil, 2, nil, nil, nil, nil},
+		{"empty: zone order", abc, 4, nil, nil, []string{"a", "b", "c", "a"}},
+		{"furthest below its share first", abc, 2, map[string]int32{"a": 3, "b": 1, "c": 2}, nil, []string{"b", "b"}},
+		{"a batch counts its own picks", abc, 3, map[string]int32{"a": 3, "b": 1, "c": 1}, nil, []string{"b", "c", "b"}},
+		// b and c have the fewest; the old set's Machines are in c: the
+		// new one goes there, where the rollout removes next.
+		{"tie: where other sets' Machines are", abc, 1, map[string]int32{"a": 4, "b": 3, "c": 3}, map[string]int32{"a": 1, "c": 2}, []string{"c"}},
+		{"weighted: exact shares", zones("a:1", "b:2"), 3, map[string]int32{"a": 1, "b": 1}, nil, []string{"b", "b", "a"}},
+		{"never out of capacity", zones("a", "b!", "c"), 3, map[string]int32{"a": 1, "c": 1}, nil, []string{"a", "c", "a"}},
+		{"never weight 0 while others can", zones("a", "b:0"), 2, map[string]int32{"a": 5}, nil, []string{"a", "a"}},
+		{"every zone out of capacity: still placed", zones("a!", "b!"), 1, nil, nil, []string{"a"}},
+		{"no zones", nil, 2, nil, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			counts := map[string]int32{}
-			for z, v := range tc.counts {
-				counts[z] = v
-			}
-			got := PickZones(tc.zones, tc.n, counts, tc.others, tc.targets)
+			counts := clone(tc.counts)
+			got := PickZones(tc.zones, tc.n, counts, tc.others)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("PickZones = %v, want %v", got, tc.want)
 			}
-			if !reflect.DeepEqual(counts, tc.counts) && !(len(counts) == 0 && tc.counts == nil) {
+			if !reflect.DeepEqual(counts, clone(tc.counts)) {
 				t.Errorf("PickZones changed the caller's counts to %v", counts)
 			}
 		})
@@ -105,33 +98,42 @@ func TestPickZones(t *testing.T) {
 }
 
 func TestVictims(t *testing.T) {
-	targets := map[string]int32{"a": 2, "b": 2, "c": 2}
+	abc := zones("a", "b", "c")
 	cases := []struct {
 		name   string
+		zones  []v1alpha1.PlacementZone
 		n      int
 		zoneOf []string
 		class  []int
 		counts map[string]int32
 		want   []int
 	}{
-		{"most crowded zone first, counted after each pick", 3,
+		{"most crowded zone first, counted after each pick", abc, 3,
 			[]string{"a", "b", "b", "c", "c", "c"}, []int{0, 0, 0, 0, 0, 0},
-			map[string]int32{"a": 2, "b": 3, "c": 4}, []int{3, 1, 4}},
-		{"an earlier class goes first whatever its zone", 2,
+			map[string]int32{"a": 2, "b": 3, "c": 4}, []int{3, 4, 1}},
+		{"an earlier class goes first whatever its zone", abc, 2,
 			[]string{"c", "a", "c"}, []int{0, 1, 1},
 			map[string]int32{"a": 2, "c": 4}, []int{0, 2}},
-		{"a zone not listed has target 0", 1,
+		{"a zone not listed has no share", abc, 1,
 			[]string{"a", ""}, []int{0, 0},
-			map[string]int32{"a": 3, "": 1}, []int{0}},
-		{"ties by the caller's order", 2,
-			[]string{"b", "a"}, []int{0, 0},
-			map[string]int32{"a": 3, "b": 3}, []int{0, 1}},
-		{"more wanted than there are", 5,
+			map[string]int32{"a": 3, "b": 3, "c": 3, "": 1}, []int{1}},
+		{"out of capacity has no share", zones("a", "b!"), 1,
+			[]string{"a", "b"}, []int{0, 0},
+			map[string]int32{"a": 3, "b": 1}, []int{1}},
+		// a and c are as crowded; the set has two of its Machines in a:
+		// it drains a first, leaving one in each.
+		{"tie: where the set has the most", abc, 1,
+			[]string{"c", "a", "a"}, []int{0, 0, 0},
+			map[string]int32{"a": 4, "b": 3, "c": 4}, []int{1}},
+		{"tie: the later zone, then the caller's order", abc, 2,
+			[]string{"a", "b", "b", "a"}, []int{0, 0, 0, 0},
+			map[string]int32{"a": 3, "b": 3, "c": 3}, []int{1, 0}},
+		{"more wanted than there are", abc, 5,
 			[]string{"a"}, []int{0}, map[string]int32{"a": 1}, []int{0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Victims(tc.n, tc.zoneOf, tc.class, tc.counts, targets); !reflect.DeepEqual(got, tc.want) {
+			if got := Victims(tc.zones, tc.n, tc.zoneOf, tc.class, tc.counts); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Victims = %v, want %v", got, tc.want)
 			}
 		})
@@ -162,12 +164,12 @@ func TestPlacementKeepsSkew(t *testing.T) {
 	for _, zs := range [][]v1alpha1.PlacementZone{zones("a", "b", "c"), zones("a:3", "b:1", "c:2"), zones("a", "b!", "c", "d")} {
 		counts := map[string]int32{}
 		check := func(total int32) {
-			if s := Skew(counts, Targets(zs, total)); s > 1 {
-				t.Fatalf("%v at %d Machines: counts %v, skew %d", zs, total, counts, s)
+			if s := Skew(counts, Targets(zs, total)); s > 1 || !Balanced(zs, counts) {
+				t.Fatalf("%v at %d Machines: counts %v, skew %d, balanced %v", zs, total, counts, s, Balanced(zs, counts))
 			}
 		}
 		for total := int32(1); total <= 30; total++ {
-			z := PickZones(zs, 1, counts, nil, Targets(zs, total))[0]
+			z := PickZones(zs, 1, counts, nil)[0]
 			counts[z]++
 			check(total)
 		}
@@ -178,9 +180,31 @@ func TestPlacementKeepsSkew(t *testing.T) {
 					zoneOf = append(zoneOf, z.Name)
 				}
 			}
-			i := Victims(1, zoneOf, make([]int, len(zoneOf)), counts, Targets(zs, total))[0]
+			i := Victims(zs, 1, zoneOf, make([]int, len(zoneOf)), counts)[0]
 			counts[zoneOf[i]]--
 			check(total)
+		}
+	}
+}
+
+func TestBalanced(t *testing.T) {
+	abc := zones("a", "b", "c")
+	for _, tc := range []struct {
+		zones  []v1alpha1.PlacementZone
+		counts map[string]int32
+		want   bool
+	}{
+		{abc, map[string]int32{"a": 3, "b": 4, "c": 3}, true},
+		{abc, map[string]int32{"a": 4, "b": 4, "c": 2}, false}, // within 1 of 4/3/3, but 2 apart
+		{abc, map[string]int32{"a": 1, "b": 1}, true},
+		{abc, map[string]int32{"a": 2}, false},
+		{abc, map[string]int32{"a": 1, "b": 1, "": 1}, false},
+		{zones("a:2", "b"), map[string]int32{"a": 4, "b": 2}, true},
+		{zones("a:2", "b"), map[string]int32{"a": 3, "b": 3}, false},
+		{zones("a", "b!"), map[string]int32{"a": 3, "b": 1}, false},
+	} {
+		if got := Balanced(tc.zones, tc.counts); got != tc.want {
+			t.Errorf("Balanced(%v, %v) = %v, want %v", tc.zones, tc.counts, got, tc.want)
 		}
 	}
 }
