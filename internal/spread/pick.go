@@ -149,3 +149,22 @@ func laterZone(order map[string]int, a, b string) bool {
 	}
 	return !aok && bok
 }
+
+// Short is the usable zone furthest below its exact share of the counted
+// Machines, when it is a whole Machine or more below ("" when none is):
+// where a rebalance moves a Machine to. Moving one there from the zone
+// furthest above always brings the zones closer to their shares, so
+// rebalancing ends.
+func Short(zones []v1alpha1.PlacementZone, counts map[string]int32) string {
+	usable, sh, total := Usable(zones), newShare(zones), sum(counts)
+	best, worst := "", -sh.sum
+	for i, z := range zones {
+		if a := sh.above(z.Name, counts[z.Name], total); usable[i] && a <= worst {
+			if a < worst || best == "" {
+				best = z.Name
+			}
+			worst = a
+		}
+	}
+	return best
+}

@@ -208,3 +208,26 @@ func TestBalanced(t *testing.T) {
 		}
 	}
 }
+
+func TestShort(t *testing.T) {
+	abc := zones("a", "b", "c")
+	for _, tc := range []struct {
+		zones  []v1alpha1.PlacementZone
+		counts map[string]int32
+		want   string
+	}{
+		{abc, map[string]int32{"a": 4, "b": 3, "c": 3}, ""},
+		{abc, map[string]int32{"a": 3, "b": 1, "c": 2}, "b"},
+		{abc, map[string]int32{"a": 4, "b": 4, "c": 2}, "c"},
+		{abc, map[string]int32{"a": 4, "b": 0, "c": 0}, "b"},
+		{zones("a", "b!", "c"), map[string]int32{"a": 3, "c": 3}, ""},
+		{zones("a", "b!", "c"), map[string]int32{"a": 3, "b": 2, "c": 1}, "c"},
+		{zones("a:2", "b"), map[string]int32{"a": 4, "b": 2}, ""},
+		{zones("a:2", "b"), map[string]int32{"a": 3, "b": 3}, "a"},
+		{nil, map[string]int32{"a": 3}, ""},
+	} {
+		if got := Short(tc.zones, tc.counts); got != tc.want {
+			t.Errorf("Short(%v, %v) = %q, want %q", tc.zones, tc.counts, got, tc.want)
+		}
+	}
+}
