@@ -322,10 +322,11 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 // createMachines creates a Machine per zone of zones ("" for none) in
 // slow-start batches of 1, 2, 4, …, stopping after the first batch with a
 // failure, so a call that fails does not fail every time; rebalance marks
-// them as rebalance Machines (rebalance.go). The creates of one batch run in parallel, as in the
-// Kubernetes ReplicaSet controller: one at a time, a large set would grow
-// only as fast as one request's round trip allows. One Event says what
-// the whole reconcile created (an Event is an API write).
+// them as rebalance Machines (rebalance.go). The creates of one batch run
+// in parallel, as in the Kubernetes ReplicaSet controller: one at a time,
+// a large set would grow only as fast as one request's round trip allows.
+// One Event says what the whole reconcile created (an Event is an API
+// write).
 func (r *Reconciler) createMachines(ctx context.Context, s *scope, zones []string, rebalance bool) error {
 	var all []string
 	defer func() {
