@@ -87,56 +87,67 @@ func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others map[string]
 // slice (Machines the caller would delete before others, whatever their
 // zone, have a lower one). Each pick takes, from the first group with
 // candidates left, the one whose zone is furthest above its exact share
-// (a zone not in the placement, or out of capacity, has none); ties go to
-// the zone with the most candidates left (a set being rolled out drains
-// its zones evenly, so its last Machines are not all in one zone the new
-// set has already filled), then to the zone later in zone order (the
-// shares' remainders go to the earlier ones, see Targets), then to the
-// caller's order. zoneOf is each candidate's zone; counts are the live
-// Machines of the deployment per zone. It returns the indexes picked, in
-// order.
-func Victims(zones []v1alpha1.PlacementZone, n int, zoneOf []string, class []int, counts map[string]int32) []int {
-	sh := newShare(zones)
-	order := make(map[string]int, len(zones))
+// (a zone not in the placement, or out of capacity, has none). Ties go to
+// the zone where staying (the Machines of the deployment's newest set,
+// when the candidates' set is an older one; nil otherwise) are fewest: an
+// old set removes where the new one has not filled the zone yet, so the
+// old Machines left at the end are not all in a zone the new set already
+// filled. Then to the zone with the most candidates left (a set drains
+// its zones evenly), then to the zone later in zone order (the rounded
+// shares give the remainder to the earlier ones, see Targets), then to
+// the caller's order. zoneOf is each candidate's zone; counts are the
+// live Machines of the deployment per zone. It returns the indexes
+// picked, in order.
+func Victims(zones []v1alpha1.PlacementZone, n int, zoneOf []string, class []int, counts, staying map[string]int32) []int {
+	p := picking{share: newShare(zones), counts: clone(counts), staying: staying, mine: map[string]int{}, order: map[string]int{}}
 	for i, z := range zones {
-		order[z.Name] = i
+		p.order[z.Name] = i
 	}
-	c := clone(counts)
-	mine := map[string]int{}
 	for _, z := range zoneOf {
-		mine[z]++
+		p.mine[z]++
 	}
 	taken := make([]bool, len(zoneOf))
 	var out []int
 	for len(out) < min(n, len(zoneOf)) {
-		total := sum(c) - 1
+		p.total = sum(p.counts) - 1
 		best := -1
 		for i, z := range zoneOf {
 			if taken[i] || (best >= 0 && class[i] != class[best]) {
 				continue
 			}
-			if best < 0 || removeBefore(z, zoneOf[best], sh.above(z, c[z], total), sh.above(zoneOf[best], c[zoneOf[best]], total), mine, order) {
+			if best < 0 || p.before(z, zoneOf[best]) {
 				best = i
 			}
 		}
 		taken[best] = true
-		c[zoneOf[best]]--
-		mine[zoneOf[best]]--
+		p.counts[zoneOf[best]]--
+		p.mine[zoneOf[best]]--
 		out = append(out, best)
 	}
 	return out
 }
 
-// removeBefore reports whether a Machine of zone a, standing aboveA above
-// its share, goes before one of zone b (see Victims).
-func removeBefore(a, b string, aboveA, aboveB int64, mine, order map[string]int) bool {
+// picking is the state of Victims' picks.
+type picking struct {
+	share
+	counts, staying map[string]int32
+	mine, order     map[string]int
+	total           int32 // the Machines left after this pick
+}
+
+// before reports whether a Machine of zone a goes before one of zone b
+// (see Victims).
+func (p *picking) before(a, b string) bool {
+	aboveA, aboveB := p.above(a, p.counts[a], p.total), p.above(b, p.counts[b], p.total)
 	switch {
 	case aboveA != aboveB:
 		return aboveA > aboveB
-	case mine[a] != mine[b]:
-		return mine[a] > mine[b]
+	case p.staying[a] != p.staying[b]:
+		return p.staying[a] < p.staying[b]
+	case p.mine[a] != p.mine[b]:
+		return p.mine[a] > p.mine[b]
 	}
-	return laterZone(order, a, b)
+	return laterZone(p.order, a, b)
 }
 
 // laterZone reports whether zone a comes after zone b in the placement (a

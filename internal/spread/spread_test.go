@@ -100,40 +100,46 @@ func TestPickZones(t *testing.T) {
 func TestVictims(t *testing.T) {
 	abc := zones("a", "b", "c")
 	cases := []struct {
-		name   string
-		zones  []v1alpha1.PlacementZone
-		n      int
-		zoneOf []string
-		class  []int
-		counts map[string]int32
-		want   []int
+		name            string
+		zones           []v1alpha1.PlacementZone
+		n               int
+		zoneOf          []string
+		class           []int
+		counts, staying map[string]int32
+		want            []int
 	}{
 		{"most crowded zone first, counted after each pick", abc, 3,
 			[]string{"a", "b", "b", "c", "c", "c"}, []int{0, 0, 0, 0, 0, 0},
-			map[string]int32{"a": 2, "b": 3, "c": 4}, []int{3, 4, 1}},
+			map[string]int32{"a": 2, "b": 3, "c": 4}, nil, []int{3, 4, 1}},
 		{"an earlier class goes first whatever its zone", abc, 2,
 			[]string{"c", "a", "c"}, []int{0, 1, 1},
-			map[string]int32{"a": 2, "c": 4}, []int{0, 2}},
+			map[string]int32{"a": 2, "c": 4}, nil, []int{0, 2}},
 		{"a zone not listed has no share", abc, 1,
 			[]string{"a", ""}, []int{0, 0},
-			map[string]int32{"a": 3, "b": 3, "c": 3, "": 1}, []int{1}},
+			map[string]int32{"a": 3, "b": 3, "c": 3, "": 1}, nil, []int{1}},
 		{"out of capacity has no share", zones("a", "b!"), 1,
 			[]string{"a", "b"}, []int{0, 0},
-			map[string]int32{"a": 3, "b": 1}, []int{1}},
+			map[string]int32{"a": 3, "b": 1}, nil, []int{1}},
 		// a and c are as crowded; the set has two of its Machines in a:
 		// it drains a first, leaving one in each.
 		{"tie: where the set has the most", abc, 1,
 			[]string{"c", "a", "a"}, []int{0, 0, 0},
-			map[string]int32{"a": 4, "b": 3, "c": 4}, []int{1}},
+			map[string]int32{"a": 4, "b": 3, "c": 4}, nil, []int{1}},
+		// a and c are as crowded; the newest set has filled c already
+		// (3 of its Machines there, 2 in a): the old set removes from a,
+		// though it has more Machines left in c.
+		{"tie: where the newest set has the fewest", abc, 1,
+			[]string{"c", "c", "a"}, []int{0, 0, 0},
+			map[string]int32{"a": 4, "b": 3, "c": 4}, map[string]int32{"a": 2, "c": 3}, []int{2}},
 		{"tie: the later zone, then the caller's order", abc, 2,
 			[]string{"a", "b", "b", "a"}, []int{0, 0, 0, 0},
-			map[string]int32{"a": 3, "b": 3, "c": 3}, []int{1, 0}},
+			map[string]int32{"a": 3, "b": 3, "c": 3}, nil, []int{1, 0}},
 		{"more wanted than there are", abc, 5,
-			[]string{"a"}, []int{0}, map[string]int32{"a": 1}, []int{0}},
+			[]string{"a"}, []int{0}, map[string]int32{"a": 1}, nil, []int{0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Victims(tc.zones, tc.n, tc.zoneOf, tc.class, tc.counts); !reflect.DeepEqual(got, tc.want) {
+			if got := Victims(tc.zones, tc.n, tc.zoneOf, tc.class, tc.counts, tc.staying); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Victims = %v, want %v", got, tc.want)
 			}
 		})
@@ -180,7 +186,7 @@ func TestPlacementKeepsSkew(t *testing.T) {
 					zoneOf = append(zoneOf, z.Name)
 				}
 			}
-			i := Victims(zs, 1, zoneOf, make([]int, len(zoneOf)), counts)[0]
+			i := Victims(zs, 1, zoneOf, make([]int, len(zoneOf)), counts, nil)[0]
 			counts[zoneOf[i]]--
 			check(total)
 		}

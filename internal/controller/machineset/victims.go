@@ -61,7 +61,7 @@ func (z *zoneView) victims(sorted []*v1alpha1.Machine, n int, available func(*v1
 		}
 	}
 	var out []*v1alpha1.Machine
-	for _, i := range spread.Victims(z.placement, n, zoneOf, class, z.counts()) {
+	for _, i := range spread.Victims(z.placement, n, zoneOf, class, z.counts(), z.newest) {
 		out = append(out, sorted[i])
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -30,6 +29,10 @@ type zoneView struct {
 	// others counts the live Machines of the deployment's other sets by
 	// zone: those a rollout removes, so a new Machine goes where they are.
 	others map[string]int32
+	// newest counts those of the deployment's newest set when it is not
+	// this one (this one is being rolled out): its victims go where the
+	// newest set has the fewest (spread.Victims).
+	newest map[string]int32
 	// mine counts the set's own live Machines (scale's alive) by zone.
 	mine map[string]int32
 }
@@ -47,23 +50,36 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 	if err != nil {
 		return nil, err
 	}
-	for _, uid := range sets {
+	newest := ms
+	for _, o := range sets {
+		if revision(o) > revision(newest) {
+			newest = o
+		}
+	}
+	for _, o := range sets {
 		list := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace), ownerindex.ControlledBy(uid), client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace), ownerindex.ControlledBy(o.UID), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
+		}
+		if o == newest {
+			z.newest = map[string]int32{}
 		}
 		for i := range list.Items {
 			if m := &list.Items[i]; counted(m) {
 				z.others[m.Spec.FailureDomain]++
+				if o == newest {
+					z.newest[m.Spec.FailureDomain]++
+				}
 			}
 		}
 	}
 	return z, nil
 }
 
-// siblings are the UIDs of the other sets of ms's MachineDeployment
-// (none for a set without one: it counts only its own Machines).
-func (r *Reconciler) siblings(ctx context.Context, ms *v1alpha1.MachineSet) ([]types.UID, error) {
+// siblings are the other sets of ms's MachineDeployment (none for a set
+// without one: it counts only its own Machines). They are the cache's
+// objects: read them only.
+func (r *Reconciler) siblings(ctx context.Context, ms *v1alpha1.MachineSet) ([]*v1alpha1.MachineSet, error) {
 	md, owner := ms.Labels[v1alpha1.MachineDeploymentNameLabel], metav1.GetControllerOf(ms)
 	if md == "" || owner == nil {
 		return nil, nil
@@ -74,11 +90,11 @@ func (r *Reconciler) siblings(ctx context.Context, ms *v1alpha1.MachineSet) ([]t
 		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	var out []types.UID
+	var out []*v1alpha1.MachineSet
 	for i := range sets.Items {
 		o := &sets.Items[i]
 		if ref := metav1.GetControllerOf(o); o.UID != ms.UID && ref != nil && ref.UID == owner.UID {
-			out = append(out, o.UID)
+			out = append(out, o)
 		}
 	}
 	return out, nil

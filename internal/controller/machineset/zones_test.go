@@ -73,3 +73,25 @@ func TestStuckOutOfCapacity(t *testing.T) {
 		}
 	}
 }
+
+// An old set of a deployment being rolled out removes, between zones as
+// crowded, from the one the newest set has filled least.
+func TestVictimsOfAnOldSet(t *testing.T) {
+	running := v1alpha1.PhaseRunning
+	ms := []*v1alpha1.Machine{
+		inZone(mach("c-1", running, time.Hour, nil, true), "c"),
+		inZone(mach("c-2", running, time.Hour, nil, true), "c"),
+		inZone(mach("a-1", running, time.Hour, nil, true), "a"),
+	}
+	// Deployment-wide 4/3/4. The newest set has 1 in a, 3 in b, 2 in c;
+	// another old set has 2 in a.
+	z := &zoneView{placement: abc, others: map[string]int32{"a": 3, "b": 3, "c": 2}, newest: map[string]int32{"a": 1, "b": 3, "c": 2}}
+	z.count(ms)
+	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, 0, time.Now(), z)); got[0] != "a-1" {
+		t.Errorf("victim %v; want a-1: the newest set has fewer Machines in a than in c", got)
+	}
+	z.newest = nil
+	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, 0, time.Now(), z)); got[0] == "a-1" {
+		t.Errorf("victim %v; without a newer set the set drains c, where it has the most", got)
+	}
+}

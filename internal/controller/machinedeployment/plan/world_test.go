@@ -225,7 +225,7 @@ func (w *world) controllers() []string {
 				}
 				return 1
 			})
-			for _, m := range w.victims(live, -diff) {
+			for _, m := range w.victims(s.name, live, -diff) {
 				m.deleting, m.goneIn = true, 1+w.rng.IntN(4)
 			}
 			did = append(did, fmt.Sprintf("%s −%d", s.name, -diff))

@@ -40,14 +40,19 @@ func (w *world) place(set string, n int) []string {
 	return spread.PickZones(w.zones, n, counts, others)
 }
 
-// victims picks n of live (ordered: not available first, then at random)
-// to delete: without zones the first n; with zones, among equals (as
-// available), from the zone most above its share first.
-func (w *world) victims(live []*simMachine, n int) []*simMachine {
+// victims picks n of live, set's Machines (ordered: not available first,
+// then at random) to delete: without zones the first n; with zones, among
+// equals (as available), from the zone most above its share first, ties
+// where the newest set (if not this one) has the fewest.
+func (w *world) victims(set string, live []*simMachine, n int) []*simMachine {
 	if w.zones == nil {
 		return live[:n]
 	}
 	counts, _, _ := w.zoneCountsOf("")
+	var staying map[string]int32
+	if newest := w.newest(); newest != set {
+		staying, _, _ = w.zoneCountsOf(newest)
+	}
 	zoneOf, class := make([]string, len(live)), make([]int, len(live))
 	for i, m := range live {
 		zoneOf[i] = m.zone
@@ -56,7 +61,7 @@ func (w *world) victims(live []*simMachine, n int) []*simMachine {
 		}
 	}
 	var out []*simMachine
-	for _, i := range spread.Victims(w.zones, n, zoneOf, class, counts) {
+	for _, i := range spread.Victims(w.zones, n, zoneOf, class, counts, staying) {
 		out = append(out, live[i])
 	}
 	return out
@@ -67,6 +72,17 @@ func (w *world) victims(live []*simMachine, n int) []*simMachine {
 func (w *world) balanced() bool {
 	counts, _, _ := w.zoneCountsOf("")
 	return w.zones == nil || spread.Balanced(w.zones, counts)
+}
+
+// newest is the set of the highest revision.
+func (w *world) newest() string {
+	best := w.sets[0]
+	for _, s := range w.sets {
+		if s.revision > best.revision {
+			best = s
+		}
+	}
+	return best.name
 }
 
 // skew is how far the live Machines are from their zones' shares (0
