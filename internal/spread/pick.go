@@ -43,25 +43,41 @@ func clone(counts map[string]int32) map[string]int32 {
 	return c
 }
 
+// Fill is what the placing set is to hold once a rollout is done: its own
+// live Machines by zone and its final number of Machines (the
+// deployment's replicas). A zero Fill bounds nothing.
+type Fill struct {
+	Own   map[string]int32
+	Final int32
+}
+
 // PickZones places n new Machines one after the other, each in the usable
 // zone (see Usable) furthest below its exact share of the Machines there
 // will be (counting those placed before it); ties go to the zone where
 // others (Machines a rollout is about to remove: those of the
 // deployment's other sets) are most numerous, so a new Machine lands where
 // an old one will go, then to zone order. counts are the live Machines per
-// zone, others included; the caller's maps are not changed.
-func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others map[string]int32) []string {
+// zone, others included. When fill is set, a zone is taken only if the
+// set's own Machines can still end balanced over fill.Final (see
+// completable): a new set filling a zone the old Machines keep crowded
+// would be left unbalanced once they go. The caller's maps are not
+// changed.
+func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others map[string]int32, fill Fill) []string {
 	if len(zones) == 0 || n <= 0 {
 		return nil
 	}
 	usable, sh := Usable(zones), newShare(zones)
-	c := clone(counts)
+	c, own := clone(counts), clone(fill.Own)
 	out := make([]string, 0, n)
 	for range n {
 		total := sum(c) + 1
+		ok := usable
+		if fill.Final > 0 {
+			ok = completable(zones, usable, sh, own, fill.Final)
+		}
 		best := -1
 		for i, z := range zones {
-			if !usable[i] {
+			if !ok[i] {
 				continue
 			}
 			if best < 0 {
@@ -75,7 +91,39 @@ func PickZones(zones []v1alpha1.PlacementZone, n int, counts, others map[string]
 		}
 		name := zones[best].Name
 		c[name]++
+		own[name]++
 		out = append(out, name)
+	}
+	return out
+}
+
+// completable says, per zone, whether one more of own there still lets
+// own grow to a balanced spread of final Machines: every zone's count
+// between the floor and the ceiling of its exact share. That needs the
+// zone at most at its ceiling, and the floors of the other zones still
+// reachable: Σ max(own, floor) ≤ final. When no zone qualifies (the set
+// is unbalanced already, or complete), every usable zone does.
+func completable(zones []v1alpha1.PlacementZone, usable []bool, sh share, own map[string]int32, final int32) []bool {
+	floor := func(z string) int32 { return int32(int64(final) * sh.weight[z] / sh.sum) }
+	ceil := func(z string) int32 {
+		if int64(final)*sh.weight[z]%sh.sum != 0 {
+			return floor(z) + 1
+		}
+		return floor(z)
+	}
+	var need int32
+	for _, z := range zones {
+		need += max(own[z.Name], floor(z.Name))
+	}
+	out, any := make([]bool, len(zones)), false
+	for i, z := range zones {
+		o := own[z.Name] + 1
+		after := need - max(own[z.Name], floor(z.Name)) + max(o, floor(z.Name))
+		out[i] = usable[i] && sh.sum > 0 && o <= ceil(z.Name) && after <= final
+		any = any || out[i]
+	}
+	if !any {
+		return usable
 	}
 	return out
 }

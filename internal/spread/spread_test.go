@@ -86,7 +86,7 @@ func TestPickZones(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			counts := clone(tc.counts)
-			got := PickZones(tc.zones, tc.n, counts, tc.others)
+			got := PickZones(tc.zones, tc.n, counts, tc.others, Fill{})
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("PickZones = %v, want %v", got, tc.want)
 			}
@@ -175,7 +175,7 @@ func TestPlacementKeepsSkew(t *testing.T) {
 			}
 		}
 		for total := int32(1); total <= 30; total++ {
-			z := PickZones(zs, 1, counts, nil)[0]
+			z := PickZones(zs, 1, counts, nil, Fill{})[0]
 			counts[z]++
 			check(total)
 		}
@@ -235,5 +235,26 @@ func TestShort(t *testing.T) {
 		if got := Short(tc.zones, tc.counts); got != tc.want {
 			t.Errorf("Short(%v, %v) = %q, want %q", tc.zones, tc.counts, got, tc.want)
 		}
+	}
+}
+
+// A rollout's new set places where its own Machines can still end
+// balanced: with 2/3/4 of its own over a final 10 (3.33 each, one zone
+// may hold 4), only a can take one, though the old Machines still in a
+// make b the least crowded zone now.
+func TestPickZonesFill(t *testing.T) {
+	abc := zones("a", "b", "c")
+	counts := map[string]int32{"a": 4, "b": 3, "c": 4}
+	own := map[string]int32{"a": 2, "b": 3, "c": 4}
+	if got := PickZones(abc, 1, counts, map[string]int32{"a": 2}, Fill{}); got[0] != "b" {
+		t.Fatalf("without a fill PickZones = %v, want b (the least crowded)", got)
+	}
+	if got := PickZones(abc, 1, counts, map[string]int32{"a": 2}, Fill{Own: own, Final: 10}); got[0] != "a" {
+		t.Errorf("PickZones = %v, want a: b or c would leave the new set 2/4/4 or 2/3/5", got)
+	}
+	// Already unbalanced beyond repair (5 in c): the bound gives way to
+	// the usual rule rather than place nothing.
+	if got := PickZones(abc, 1, counts, nil, Fill{Own: map[string]int32{"c": 5}, Final: 6}); got[0] != "b" {
+		t.Errorf("PickZones = %v, want b", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,11 @@ type zoneView struct {
 	newest map[string]int32
 	// mine counts the set's own live Machines (scale's alive) by zone.
 	mine map[string]int32
+	// final is, for the newest set of a deployment, the deployment's
+	// replicas (its desired-replicas annotation): the set places so that
+	// its own Machines can still end balanced once the old ones are gone
+	// (spread.Fill). 0 bounds nothing.
+	final int32
 }
 
 // zones reads the deployment-wide picture, nil when the set has no
@@ -49,6 +55,11 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 	sets, err := r.siblings(ctx, ms)
 	if err != nil {
 		return nil, err
+	}
+	if len(sets) > 0 {
+		if d, err := strconv.ParseInt(ms.Annotations[v1alpha1.DesiredReplicasAnnotation], 10, 32); err == nil {
+			z.final = int32(d)
+		}
 	}
 	newest := ms
 	for _, o := range sets {
@@ -131,7 +142,11 @@ func (z *zoneView) place(n int) []string {
 	if z == nil {
 		return make([]string, n)
 	}
-	return spread.PickZones(z.placement, n, z.counts(), z.others)
+	var fill spread.Fill
+	if z.newest == nil {
+		fill = spread.Fill{Own: z.mine, Final: z.final}
+	}
+	return spread.PickZones(z.placement, n, z.counts(), z.others, fill)
 }
 
 // stuck reports whether m waits for a VM in a zone out of capacity that

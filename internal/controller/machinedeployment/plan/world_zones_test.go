@@ -36,8 +36,12 @@ func (w *world) place(set string, n int) []string {
 		return make([]string, n)
 	}
 	counts, _, _ := w.zoneCountsOf("")
-	_, others, _ := w.zoneCountsOf(set)
-	return spread.PickZones(w.zones, n, counts, others)
+	own, others, _ := w.zoneCountsOf(set)
+	var fill spread.Fill
+	if set == w.newest() {
+		fill = spread.Fill{Own: own, Final: w.md.Spec.Replicas}
+	}
+	return spread.PickZones(w.zones, n, counts, others, fill)
 }
 
 // victims picks n of live, set's Machines (ordered: not available first,
