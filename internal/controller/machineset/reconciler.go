@@ -207,9 +207,15 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// scale creates or deletes Machines towards spec.replicas, replacing Failed ones.
+// scale creates or deletes Machines towards spec.replicas, replacing Failed
+// ones, and with a placement (docs/failure-domains.md) moving Machines out
+// of zones out of capacity and rebalancing the zones.
 func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, error) {
-	var alive, inCreation, failed []*v1alpha1.Machine
+	z, err := r.zones(ctx, s.ms)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var alive, inCreation, failed, stuck []*v1alpha1.Machine
 	joined, failedEarly, heldEarly := 0, 0, 0
 	for _, m := range s.owned {
 		switch {
@@ -224,6 +230,8 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 			failed = append(failed, m)
 		case s.movingOut[m.Name]:
 			// Moving out in place: not one of ours any more, never a victim.
+		case z.stuck(m):
+			stuck = append(stuck, m) // replaced below, in a zone with capacity
 		default:
 			alive = append(alive, m)
 			if everRunning(m) {
@@ -254,6 +262,12 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 	if failedEarly > 0 {
 		r.replacements.failed(s.key, failedEarly, joined, s.now)
 	}
+	if err := r.moveOut(ctx, s, stuck); err != nil {
+		return reconcile.Result{}, err
+	}
+	if z != nil {
+		z.count(alive)
+	}
 	movingIn := 0
 	for _, m := range s.movingIn {
 		if countsIn(m) {
@@ -261,6 +275,9 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		}
 	}
 	diff := int(s.ms.Spec.Replicas) - len(alive) - movingIn
+	if diff < 0 {
+		diff = min(0, diff+rebalanceHeld(s.ms, alive, s.now))
+	}
 	wait := r.replacements.wait(s.key, joined, s.now)
 	// Preserved Machines that failed before running are replaced for up
 	// to spec.replicas of them; each one beyond takes a replica's place.
@@ -291,20 +308,26 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		if n <= 0 {
 			return reconcile.Result{}, nil // wait for Machines in creation; their updates wake us up
 		}
-		return reconcile.Result{}, r.createMachines(ctx, s, n)
+		return reconcile.Result{}, r.createMachines(ctx, s, z.place(n), false)
 	case diff < 0:
-		return r.deleteVictims(ctx, s, victims(alive, -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now))
+		return r.deleteVictims(ctx, s, victims(alive, -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now, z))
+	case s.ms.Labels[v1alpha1.FrozenLabel] == "" && wait <= 0:
+		if to := rebalanceTo(s, z); to != "" {
+			return reconcile.Result{}, r.createMachines(ctx, s, []string{to}, true)
+		}
 	}
 	return reconcile.Result{}, nil
 }
 
-// createMachines creates n Machines in slow-start batches of 1, 2, 4, …,
-// stopping after the first batch with a failure, so a call that fails does
-// not fail n times. The creates of one batch run in parallel, as in the
-// Kubernetes ReplicaSet controller: one at a time, a large set would grow
-// only as fast as one request's round trip allows. One Event says what
-// the whole reconcile created (an Event is an API write).
-func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error {
+// createMachines creates a Machine per zone of zones ("" for none) in
+// slow-start batches of 1, 2, 4, …, stopping after the first batch with a
+// failure, so a call that fails does not fail every time; rebalance marks
+// them as rebalance Machines (rebalance.go). The creates of one batch run
+// in parallel, as in the Kubernetes ReplicaSet controller: one at a time,
+// a large set would grow only as fast as one request's round trip allows.
+// One Event says what the whole reconcile created (an Event is an API
+// write).
+func (r *Reconciler) createMachines(ctx context.Context, s *scope, zones []string, rebalance bool) error {
 	var all []string
 	defer func() {
 		if len(all) > 0 {
@@ -312,9 +335,9 @@ func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error 
 			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(all), brief.List(all, 5, ", ")))
 		}
 	}()
-	for batch := 1; n > 0; batch *= 2 {
-		size := min(batch, n)
-		created, err := r.createBatch(ctx, s, size)
+	for batch := 1; len(zones) > 0; batch *= 2 {
+		size := min(batch, len(zones))
+		created, err := r.createBatch(ctx, s, zones[:size], rebalance)
 		all = append(all, created...)
 		if err != nil {
 			s.replicaFailure = err.Error()
@@ -324,25 +347,26 @@ func (r *Reconciler) createMachines(ctx context.Context, s *scope, n int) error 
 			}
 			return err
 		}
-		n -= size
+		zones = zones[size:]
 	}
 	return nil
 }
 
-// createBatch creates size Machines at once, each with its clones of the
-// provider templates, and returns the names created and the first error.
-func (r *Reconciler) createBatch(ctx context.Context, s *scope, size int) ([]string, error) {
+// createBatch creates a Machine per zone of zones at once, each with its
+// clones of the provider templates, and returns the names created and the
+// first error.
+func (r *Reconciler) createBatch(ctx context.Context, s *scope, zones []string, rebalance bool) ([]string, error) {
 	var (
 		mu      sync.Mutex
 		created []string
 		first   error
 		wg      sync.WaitGroup
 	)
-	for range size {
+	for _, zone := range zones {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			name, err := r.createOne(ctx, s)
+			name, err := r.createOne(ctx, s, zone, rebalance)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
@@ -358,9 +382,16 @@ func (r *Reconciler) createBatch(ctx context.Context, s *scope, size int) ([]str
 	return created, first
 }
 
-// createOne creates one Machine from the template, with its clones.
-func (r *Reconciler) createOne(ctx context.Context, s *scope) (string, error) {
+// createOne creates one Machine from the template in zone ("": the
+// template's), with its clones.
+func (r *Reconciler) createOne(ctx context.Context, s *scope, zone string, rebalance bool) (string, error) {
 	m := newMachine(s.ms, s.template)
+	if zone != "" {
+		m.Spec.FailureDomain = zone
+	}
+	if rebalance {
+		m.Annotations[rebalanceAnnotation] = zone
+	}
 	clones, err := r.cloneTemplates(ctx, s.ms, m)
 	if err != nil {
 		return "", fmt.Errorf("cloning the templates of Machine %s failed: %w", m.Name, err)

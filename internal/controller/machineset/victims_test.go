@@ -108,7 +108,7 @@ func TestVictimOrder(t *testing.T) {
 		}, v1alpha1.DeletePolicyNewest, []string{"young", "middle", "old"}},
 	}
 	for _, tc := range cases {
-		got := namesOf(victims(tc.machines, len(tc.machines), tc.policy, 0, time.Now()))
+		got := namesOf(victims(tc.machines, len(tc.machines), tc.policy, 0, time.Now(), nil))
 		if len(got) != len(tc.want) {
 			t.Fatalf("%s: got %v", tc.name, got)
 		}
@@ -126,12 +126,12 @@ func TestRandomPolicyIsStableAndTakesN(t *testing.T) {
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		ms = append(ms, mach(n, v1alpha1.PhaseRunning, time.Hour, nil, true))
 	}
-	first := namesOf(victims(ms, 2, v1alpha1.DeletePolicyRandom, 0, time.Now()))
+	first := namesOf(victims(ms, 2, v1alpha1.DeletePolicyRandom, 0, time.Now(), nil))
 	reversed := append([]*v1alpha1.Machine(nil), ms...)
 	for i, j := 0, len(reversed)-1; i < j; i, j = i+1, j-1 {
 		reversed[i], reversed[j] = reversed[j], reversed[i]
 	}
-	again := namesOf(victims(reversed, 2, v1alpha1.DeletePolicyRandom, 0, time.Now()))
+	again := namesOf(victims(reversed, 2, v1alpha1.DeletePolicyRandom, 0, time.Now(), nil))
 	if len(first) != 2 || first[0] != again[0] || first[1] != again[1] {
 		t.Fatalf("Random picked %v, then %v from the same Machines", first, again)
 	}
@@ -150,10 +150,10 @@ func TestNotYetAvailableGoesBeforeAvailable(t *testing.T) {
 		readySince(mach("old-available", v1alpha1.PhaseRunning, time.Hour, nil, true), time.Hour),
 		readySince(mach("young-not-yet", v1alpha1.PhaseRunning, time.Minute, nil, true), 10*time.Second),
 	}
-	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, time.Minute, now)); got[0] != "young-not-yet" {
+	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, time.Minute, now, nil)); got[0] != "young-not-yet" {
 		t.Fatalf("with minReadySeconds 60 the first victim is %v; want the Machine Ready for only 10s", got)
 	}
-	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, 0, now)); got[0] != "old-available" {
+	if got := namesOf(victims(ms, 1, v1alpha1.DeletePolicyOldest, 0, now, nil)); got[0] != "old-available" {
 		t.Fatalf("without minReadySeconds both are available and Oldest picks %v; want old-available", got)
 	}
 }

@@ -72,6 +72,8 @@ type scenario struct {
 	// converges: the rollout ends with replicas available Machines of the
 	// last template and nothing else.
 	converges bool
+	// zones spreads the deployment over failure domains (spread_golden_test.go).
+	zones []v1alpha1.PlacementZone
 }
 
 func (sc scenario) deployment() *v1alpha1.MachineDeployment {
@@ -172,7 +174,7 @@ func TestRolloutSimulationsManySeeds(t *testing.T) {
 const maxSteps = 300
 
 func simulate(sc scenario, seed uint64) *world {
-	w := newWorld(sc.deployment(), "v1", seed)
+	w := newWorld(sc.deployment(), "v1", seed, sc.zones)
 	for _, b := range sc.broken {
 		w.broken[b] = true
 	}
@@ -200,7 +202,7 @@ func simulate(sc scenario, seed uint64) *world {
 		did = append(did, w.progress()...)
 		w.check("Machines", fleet, live)
 		if len(did) > 0 {
-			w.logf("         world: %s\n", strings.Join(did, ", "))
+			w.logf("         world: %s%s\n", strings.Join(did, ", "), w.zoneColumns())
 		}
 		if !wrote && len(did) == 0 && w.step > lastEvent && !pending(w) {
 			quiet++

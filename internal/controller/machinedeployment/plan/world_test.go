@@ -36,6 +36,9 @@ type world struct {
 	held bool
 	// setWrites counts the MachineSet writes of the rollout.
 	setWrites int
+	// zones, when set, is the deployment's placement: the sets place and
+	// remove Machines through internal/spread (world_zones_test.go).
+	zones []v1alpha1.PlacementZone
 }
 
 type simSet struct {
@@ -56,16 +59,18 @@ type simMachine struct {
 	ready    bool
 	deleting bool
 	goneIn   int
+	zone     string
 }
 
-func newWorld(md *v1alpha1.MachineDeployment, template string, seed uint64) *world {
-	w := &world{md: md, template: template, broken: map[string]bool{}, rng: rand.New(rand.NewPCG(seed, 1))}
+func newWorld(md *v1alpha1.MachineDeployment, template string, seed uint64, zones []v1alpha1.PlacementZone) *world {
+	w := &world{md: md, template: template, broken: map[string]bool{}, rng: rand.New(rand.NewPCG(seed, 1)), zones: zones}
 	surge, _, _ := Fenceposts(md)
 	s := &simSet{name: template, revision: 1, spec: md.Spec.Replicas, desired: md.Spec.Replicas,
 		maxReplica: md.Spec.Replicas + surge, annotated: true, superseded: -1}
 	w.sets = append(w.sets, s)
-	for range md.Spec.Replicas {
-		w.machines = append(w.machines, &simMachine{id: w.id(), set: s.name, ready: true})
+	placed := w.place(s.name, int(md.Spec.Replicas))
+	for i := range md.Spec.Replicas {
+		w.machines = append(w.machines, &simMachine{id: w.id(), set: s.name, ready: true, zone: placed[i]})
 	}
 	w.floorReached = true
 	return w
@@ -199,12 +204,13 @@ func (w *world) controllers() []string {
 		}
 		switch diff := int(s.spec) - len(live); {
 		case diff > 0:
-			for range diff {
+			placed := w.place(s.name, diff)
+			for i := range diff {
 				readyIn := 1 + w.rng.IntN(4)
 				if w.broken[s.name] {
 					readyIn = -1
 				}
-				w.machines = append(w.machines, &simMachine{id: w.id(), set: s.name, created: w.step, readyIn: readyIn})
+				w.machines = append(w.machines, &simMachine{id: w.id(), set: s.name, created: w.step, readyIn: readyIn, zone: placed[i]})
 			}
 			did = append(did, fmt.Sprintf("%s +%d", s.name, diff))
 		case diff < 0:
@@ -219,7 +225,7 @@ func (w *world) controllers() []string {
 				}
 				return 1
 			})
-			for _, m := range live[:-diff] {
+			for _, m := range w.victims(s.name, live, -diff) {
 				m.deleting, m.goneIn = true, 1+w.rng.IntN(4)
 			}
 			did = append(did, fmt.Sprintf("%s −%d", s.name, -diff))
@@ -318,6 +324,9 @@ func (w *world) check(phase string, beforeFleet, beforeLive int) {
 		if len(templates) > 1 {
 			fail("Machines of %d templates at once", len(templates))
 		}
+	}
+	if skew := w.skew(); skew > 1 {
+		fail("zones %s: skew %d, above 1", w.zoneCounts(""), skew)
 	}
 	if IsRolling(w.md.Spec.Strategy.Type) {
 		floor := replicas - int(unavailable)
