@@ -131,7 +131,7 @@ func machineCounted() predicate.Predicate {
 				return true
 			}
 			return old.Status.FailureReason != cur.Status.FailureReason ||
-				readySince(old) != readySince(cur) || inPlaceChanged(old, cur)
+				readySince(old) != readySince(cur) || inPlaceChanged(old, cur) || zoneEvidenceChanged(old, cur)
 		},
 	}
 }

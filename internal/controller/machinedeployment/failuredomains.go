@@ -1,0 +1,215 @@
+package machinedeployment
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// spreadState is what one reconcile resolved of spec.failureDomains
+// (docs/failure-domains.md): the zones with their weights, or why they
+// cannot be resolved, and each zone's capacity as the deployment's status
+// records it.
+type spreadState struct {
+	// zones are the resolved zones in spec order (or the class's), with
+	// weights; OutOfCapacity set for a zone whose next probe is still to
+	// come. Nil: no spread (spec.failureDomains unset or invalid).
+	zones []v1alpha1.PlacementZone
+	// invalid says why the zones cannot be resolved ("" when they can).
+	invalid string
+	// status is the zones' new status (status.failureDomains).
+	status []v1alpha1.FailureDomainStatus
+}
+
+// resolveZones resolves spec.failureDomains into zones with weights: the
+// zones listed, or the class's nodeTemplate.zones. A zone the class
+// cannot create in (when it lists its zones), no zones at all, or only
+// zones of weight 0 make the spread invalid, with a message that says why.
+func (r *Reconciler) resolveZones(ctx context.Context, s *scope) ([]v1alpha1.PlacementZone, string, error) {
+	fd := s.md.Spec.FailureDomains
+	classZones, className, err := r.classZones(ctx, s)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []v1alpha1.PlacementZone
+	if len(fd.Zones) == 0 {
+		if len(classZones) == 0 {
+			if className == "" {
+				return nil, "spec.failureDomains lists no zones and the template names no MachineClass to read them from: list the zones in spec.failureDomains.zones", nil
+			}
+			return nil, fmt.Sprintf("spec.failureDomains lists no zones and MachineClass %s lists none in spec.nodeTemplate.zones: list the zones in one of them", className), nil
+		}
+		for _, z := range classZones {
+			out = append(out, v1alpha1.PlacementZone{Name: z, Weight: 1})
+		}
+		return out, "", nil
+	}
+	var sum int32
+	for _, z := range fd.Zones {
+		if len(classZones) > 0 && !slices.Contains(classZones, z.Name) {
+			return nil, fmt.Sprintf("zone %s of spec.failureDomains.zones is not one of MachineClass %s's zones (%s): the provider cannot create a Machine there",
+				z.Name, className, strings.Join(classZones, ", ")), nil
+		}
+		w := int32(1)
+		if fd.Policy == v1alpha1.SpreadWeighted {
+			w = ptr.Deref(z.Weight, 1)
+		}
+		sum += w
+		out = append(out, v1alpha1.PlacementZone{Name: z.Name, Weight: w})
+	}
+	if sum == 0 {
+		return nil, "every zone of spec.failureDomains.zones has weight 0: give one a weight above 0", nil
+	}
+	return out, "", nil
+}
+
+// classZones are the zones the template's MachineClass can place a VM in:
+// its nodeTemplate.zones, or its single nodeTemplate.zone. None for a
+// template without a class (a provider template) or a class not found.
+func (r *Reconciler) classZones(ctx context.Context, s *scope) ([]string, string, error) {
+	c := s.md.Spec.Template.Spec.Class
+	if c == nil {
+		return nil, "", nil
+	}
+	class, err := r.class(ctx, s, c.Name)
+	if err != nil || class == nil || class.Spec.NodeTemplate == nil {
+		return nil, c.Name, err
+	}
+	return nodeTemplateZones(class.Spec.NodeTemplate), c.Name, nil
+}
+
+// nodeTemplateZones are the zones a class's nodeTemplate says its VMs go
+// to.
+func nodeTemplateZones(nt *v1alpha1.NodeTemplate) []string {
+	if len(nt.Zones) > 0 {
+		return nt.Zones
+	}
+	if nt.Zone != "" {
+		return []string{nt.Zone}
+	}
+	return nil
+}
+
+// class reads a MachineClass of the deployment's namespace once per
+// reconcile; nil when it does not exist.
+func (r *Reconciler) class(ctx context.Context, s *scope, name string) (*v1alpha1.MachineClass, error) {
+	if class, known := s.classes[name]; known {
+		return class, nil
+	}
+	if s.classesMissing[name] {
+		return nil, nil
+	}
+	class := &v1alpha1.MachineClass{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: name}, class)
+	switch {
+	case apierrors.IsNotFound(err):
+		s.classesMissing[name] = true
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	s.classes[name] = class
+	return class, nil
+}
+
+// placementFor is the set's spec.failureDomains: the resolved zones, and a
+// rebalance surge of 1 for the newest set when maxSurge allows a Machine
+// above spec.replicas and no rollout is in progress (no other set has
+// Machines). Nil without a valid spread: the set places nothing.
+func (s *scope) placementFor(isNew bool) *v1alpha1.FailureDomainPlacement {
+	if s.spread == nil || len(s.spread.zones) == 0 {
+		return nil
+	}
+	p := &v1alpha1.FailureDomainPlacement{Zones: slices.Clone(s.spread.zones)}
+	if isNew && s.surge >= 1 && !s.rolloutInProgress() {
+		p.RebalanceSurge = 1
+	}
+	return p
+}
+
+// spreadZones are the names of the resolved zones; nil without a valid
+// spread.
+func (s *scope) spreadZones() []string {
+	if s.spread == nil {
+		return nil
+	}
+	var out []string
+	for _, z := range s.spread.zones {
+		out = append(out, z.Name)
+	}
+	return out
+}
+
+// rolloutInProgress reports whether a set other than the new one still
+// has Machines (before the new set exists: whether any set has).
+func (s *scope) rolloutInProgress() bool {
+	for _, ms := range s.sets {
+		if ms != s.newSet && len(s.machines[ms.UID]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// zoneTargets is each zone's share of total: zones out of capacity get 0
+// and their share goes to the others; shares follow the weights by largest
+// remainder, ties by zone order; a zone of weight 0 gets Machines only
+// when every other zone is out of capacity.
+//
+// TODO(lead): use spread.Targets
+func zoneTargets(zones []v1alpha1.PlacementZone, total int32) map[string]int32 {
+	out := make(map[string]int32, len(zones))
+	w := make([]int64, len(zones))
+	var sum int64
+	// The first rule that gives some zone a weight: own weights of the
+	// zones with capacity, weight 1 for each zone with capacity, then the
+	// same over every zone (all out of capacity: Machines still go somewhere).
+	for _, rule := range []struct{ withCapacity, own bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
+		sum = 0
+		for i, z := range zones {
+			w[i] = 0
+			switch {
+			case rule.withCapacity && z.OutOfCapacity:
+			case rule.own:
+				w[i] = int64(z.Weight)
+			default:
+				w[i] = 1
+			}
+			sum += w[i]
+		}
+		if sum > 0 {
+			break
+		}
+	}
+	for _, z := range zones {
+		out[z.Name] = 0
+	}
+	if sum == 0 || total <= 0 {
+		return out
+	}
+	rem := make([]int64, len(zones))
+	left := int64(total)
+	for i, z := range zones {
+		share := int64(total) * w[i] / sum
+		out[z.Name] = int32(share)
+		rem[i] = int64(total)*w[i] - share*sum
+		left -= share
+	}
+	order := make([]int, len(zones))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return rem[order[a]] > rem[order[b]] })
+	for _, i := range order[:left] {
+		out[zones[i].Name]++
+	}
+	return out
+}

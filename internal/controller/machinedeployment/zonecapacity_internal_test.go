@@ -1,0 +1,104 @@
+package machinedeployment
+
+import (
+	"testing"
+	"time"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+func TestProbeBackoffDoublesUpToTenMinutes(t *testing.T) {
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
+	for failed, w := range want {
+		if got := probeBackoff(int32(failed)); got != w {
+			t.Errorf("probeBackoff(%d) = %s, want %s", failed, got, w)
+		}
+	}
+	if got := probeBackoff(1 << 30); got != probeBackoffMax {
+		t.Errorf("probeBackoff(huge) = %s", got)
+	}
+}
+
+// A zone's capacity record through a refusal, a refused probe and a
+// successful one, as followCapacity moves it from the Machines' evidence.
+func TestFollowCapacity(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := &scope{r: &Reconciler{}, now: t0}
+	zs := &v1alpha1.FailureDomainStatus{Name: "b"}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+
+	// An old Machine with a VM and no refusal: nothing happens.
+	s.followCapacity(zs, &zoneEvidence{created: at(-time.Hour), createdBy: "old"})
+	if zs.OutOfCapacitySince != nil {
+		t.Fatalf("out of capacity without a refusal: %+v", zs)
+	}
+	// A refusal newer than the newest VM: out, first probe in 30 s.
+	ev := &zoneEvidence{created: at(-time.Hour), createdBy: "old", refused: t0, refusedBy: "m1"}
+	s.followCapacity(zs, ev)
+	if zs.OutOfCapacitySince == nil || !zs.NextProbe.Time.Equal(at(30*time.Second)) || zs.FailedProbes != 0 {
+		t.Fatalf("after the refusal: %+v", zs)
+	}
+	// Before the probe the same evidence changes nothing.
+	s.now = at(10 * time.Second)
+	s.followCapacity(zs, ev)
+	if !zs.NextProbe.Time.Equal(at(30*time.Second)) || zs.FailedProbes != 0 {
+		t.Fatalf("before the probe: %+v", zs)
+	}
+	// At the probe, the old refusal is not the probe's: still probing.
+	s.now = at(31 * time.Second)
+	s.followCapacity(zs, ev)
+	if !zs.NextProbe.Time.Equal(at(30*time.Second)) || zs.FailedProbes != 0 {
+		t.Fatalf("probing, nothing refused yet: %+v", zs)
+	}
+	// The probe is refused: the next one twice as late.
+	ev.refused, ev.refusedBy = at(32*time.Second), "probe-1"
+	s.now = at(32 * time.Second)
+	s.followCapacity(zs, ev)
+	if zs.FailedProbes != 1 || !zs.NextProbe.Time.Equal(at(32*time.Second+time.Minute)) || !zs.OutOfCapacitySince.Time.Equal(t0) {
+		t.Fatalf("after a refused probe: %+v", zs)
+	}
+	// A Machine created after the zone went out gets a VM: back.
+	ev.created, ev.createdBy = at(2*time.Minute), "probe-2"
+	s.now = at(2 * time.Minute)
+	s.followCapacity(zs, ev)
+	if zs.OutOfCapacitySince != nil || zs.NextProbe != nil || zs.FailedProbes != 0 {
+		t.Fatalf("after a successful create: %+v", zs)
+	}
+	// The refusals older than that success do not take it out again.
+	s.now = at(3 * time.Minute)
+	s.followCapacity(zs, ev)
+	if zs.OutOfCapacitySince != nil {
+		t.Fatalf("an old refusal took the zone out again: %+v", zs)
+	}
+}
+
+// Shares: Even and Weighted by largest remainder, ties by zone order; a
+// zone out of capacity gives its share to the others; weight 0 only when
+// every other zone is out.
+func TestZoneTargets(t *testing.T) {
+	z := func(name string, w int32, out bool) v1alpha1.PlacementZone {
+		return v1alpha1.PlacementZone{Name: name, Weight: w, OutOfCapacity: out}
+	}
+	tests := []struct {
+		name  string
+		zones []v1alpha1.PlacementZone
+		total int32
+		want  map[string]int32
+	}{
+		{"even 7 over 3", []v1alpha1.PlacementZone{z("a", 1, false), z("b", 1, false), z("c", 1, false)}, 7, map[string]int32{"a": 3, "b": 2, "c": 2}},
+		{"one out", []v1alpha1.PlacementZone{z("a", 1, false), z("b", 1, true), z("c", 1, false)}, 7, map[string]int32{"a": 4, "b": 0, "c": 3}},
+		{"weighted 2:1 of 7", []v1alpha1.PlacementZone{z("a", 2, false), z("b", 1, false)}, 7, map[string]int32{"a": 5, "b": 2}},
+		{"weight 0 idle", []v1alpha1.PlacementZone{z("a", 1, false), z("b", 0, false)}, 4, map[string]int32{"a": 4, "b": 0}},
+		{"weight 0 when the rest is out", []v1alpha1.PlacementZone{z("a", 1, true), z("b", 0, false)}, 4, map[string]int32{"a": 0, "b": 4}},
+		{"all out", []v1alpha1.PlacementZone{z("a", 1, true), z("b", 1, true)}, 3, map[string]int32{"a": 2, "b": 1}},
+	}
+	for _, tc := range tests {
+		got := zoneTargets(tc.zones, tc.total)
+		for k, v := range tc.want {
+			if got[k] != v {
+				t.Errorf("%s: targets %v, want %v", tc.name, got, tc.want)
+				break
+			}
+		}
+	}
+}
