@@ -166,11 +166,14 @@ func TestFailureDomainsInvalid(t *testing.T) {
 
 // A zone that refuses a create for capacity is marked out of capacity:
 // status, condition, Event, and the sets place nothing there until its
-// next probe; a Machine created there after that which gets a VM brings
-// it back. The Machines are pinned to the zone by their template here
+// next probe; a VM created there after that brings it back. The Machines are pinned to the zone by their template here
 // (the MachineSet's own placement is tested in its package).
 func TestZoneOutOfCapacityAndBack(t *testing.T) {
+	// The controller's clock runs 10 s behind the API server's: a VM
+	// created after the refusal is a later second than the refusal
+	// recorded, however fast the test.
 	clk := &clock{}
+	clk.add(-10 * time.Second)
 	h := newClockHarness(t, clk)
 	h.zonedClass("zoned", []string{"local-a", "local-b", "local-c"})
 	h.Sim.Cloud().SetZoneCapacity("local-b", true)
@@ -196,7 +199,7 @@ func TestZoneOutOfCapacityAndBack(t *testing.T) {
 	})
 
 	// Past the next probe the zone is open again; the probe succeeds.
-	clk.add(31 * time.Second)
+	clk.add(41 * time.Second)
 	h.Sim.Cloud().SetZoneCapacity("local-b", false)
 	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.Replicas = 2 })
 	h.ExpectEvent("ZoneCapacityRestored", h.Prefix+"web")

@@ -47,8 +47,8 @@ type zoneEvidence struct {
 	// refusedBy that Machine; zero when none.
 	refused   time.Time
 	refusedBy string
-	// created is the creation of the newest Machine in the zone that got a
-	// VM, and createdBy that Machine.
+	// created is when the newest VM of the zone's Machines was created
+	// (vmCreated), and createdBy its Machine.
 	created   time.Time
 	createdBy string
 }
@@ -69,6 +69,16 @@ func zoneEvidenceChanged(old, cur *v1alpha1.Machine) bool {
 	}
 	return old.Spec.ProviderID != cur.Spec.ProviderID || refusedForCapacity(cur) &&
 		(!refusedForCapacity(old) || !old.Status.LastOperation.LastUpdateTime.Equal(&cur.Status.LastOperation.LastUpdateTime))
+}
+
+// vmCreated is when m's VM was created: when InfrastructureReady turned
+// True, or, without it, when the Machine was (a create retried after the
+// zone ran out is a success after it, whenever its Machine was made).
+func vmCreated(m *v1alpha1.Machine) time.Time {
+	if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.InfrastructureReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return m.CreationTimestamp.Time
 }
 
 // zoneEvidenceOf gathers the evidence of every zone from the deployment's
@@ -93,7 +103,7 @@ func (s *scope) zoneEvidenceOf() map[string]*zoneEvidence {
 					ev.refused, ev.refusedBy = t, m.Name
 				}
 			case m.Spec.ProviderID != "":
-				if t := m.CreationTimestamp.Time; !t.Before(ev.created) {
+				if t := vmCreated(m); !t.Before(ev.created) {
 					ev.created, ev.createdBy = t, m.Name
 				}
 			}
@@ -105,8 +115,8 @@ func (s *scope) zoneEvidenceOf() map[string]*zoneEvidence {
 // syncSpread resolves spec.failureDomains, follows each zone's capacity
 // and writes status.failureDomains and the Spread condition. A zone is
 // out of capacity from the first create refused there for capacity
-// (newer than the zone's last successful create) until a Machine created
-// after that gets a VM there; meanwhile the sets place nothing there,
+// (newer than the zone's newest VM) until a VM is created there after
+// that; meanwhile the sets place nothing there,
 // except from each nextProbe on, when the zone is open again until a
 // create there is refused (the next probe twice as late) or succeeds
 // (the zone is back). Everything is in the status, so a restarted manager

@@ -57,7 +57,7 @@ func TestFollowCapacity(t *testing.T) {
 	if zs.FailedProbes != 1 || !zs.NextProbe.Time.Equal(at(32*time.Second+time.Minute)) || !zs.OutOfCapacitySince.Time.Equal(t0) {
 		t.Fatalf("after a refused probe: %+v", zs)
 	}
-	// A Machine created after the zone went out gets a VM: back.
+	// A VM created in the zone after it went out: back.
 	ev.created, ev.createdBy = at(2*time.Minute), "probe-2"
 	s.now = at(2 * time.Minute)
 	s.followCapacity(zs, ev)
