@@ -38,9 +38,12 @@ func TestZoneOutOfCapacity(t *testing.T) {
 	s.startManager()
 	rec := s.record(placedInZones(spreadZones))
 	s.createZonedClass("zoned", zonedSpec, spreadZones)
-	s.createDeployment(3, "zoned", 1, 0)
+	// Spread from its first Machine: created empty, then spread and scaled
+	// in one update.
+	s.createDeployment(0, "zoned", 1, 0)
 	s.updateDeployment(func(md *v1alpha1.MachineDeployment) {
 		md.Spec.FailureDomains = &v1alpha1.FailureDomains{Policy: v1alpha1.SpreadEven}
+		md.Spec.Replicas = 3
 	})
 	s.waitSpread(3, map[string]int{"local-a": 1, "local-b": 1, "local-c": 1}, 3*time.Minute)
 

@@ -2,6 +2,7 @@ package machinedeployment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/contract"
 )
 
 // spreadState is what one reconcile resolved of spec.failureDomains
@@ -35,17 +37,17 @@ type spreadState struct {
 // zones of weight 0 make the spread invalid, with a message that says why.
 func (r *Reconciler) resolveZones(ctx context.Context, s *scope) ([]v1alpha1.PlacementZone, string, error) {
 	fd := s.md.Spec.FailureDomains
-	classZones, className, err := r.classZones(ctx, s)
+	classZones, source, err := r.classZones(ctx, s)
 	if err != nil {
 		return nil, "", err
 	}
 	var out []v1alpha1.PlacementZone
 	if len(fd.Zones) == 0 {
 		if len(classZones) == 0 {
-			if className == "" {
+			if source == "" {
 				return nil, "spec.failureDomains lists no zones and the template names no MachineClass to read them from: list the zones in spec.failureDomains.zones", nil
 			}
-			return nil, fmt.Sprintf("spec.failureDomains lists no zones and MachineClass %s lists none in spec.nodeTemplate.zones: list the zones in one of them", className), nil
+			return nil, fmt.Sprintf("spec.failureDomains lists no zones and %s lists none in its nodeTemplate.zones: list the zones in one of them", source), nil
 		}
 		for _, z := range classZones {
 			out = append(out, v1alpha1.PlacementZone{Name: z, Weight: 1})
@@ -55,8 +57,8 @@ func (r *Reconciler) resolveZones(ctx context.Context, s *scope) ([]v1alpha1.Pla
 	var sum int32
 	for _, z := range fd.Zones {
 		if len(classZones) > 0 && !slices.Contains(classZones, z.Name) {
-			return nil, fmt.Sprintf("zone %s of spec.failureDomains.zones is not one of MachineClass %s's zones (%s): the provider cannot create a Machine there",
-				z.Name, className, strings.Join(classZones, ", ")), nil
+			return nil, fmt.Sprintf("zone %s of spec.failureDomains.zones is not one of the zones of %s (%s): the provider cannot create a Machine there",
+				z.Name, source, strings.Join(classZones, ", ")), nil
 		}
 		w := int32(1)
 		if fd.Policy == v1alpha1.SpreadWeighted {
@@ -71,19 +73,31 @@ func (r *Reconciler) resolveZones(ctx context.Context, s *scope) ([]v1alpha1.Pla
 	return out, "", nil
 }
 
-// classZones are the zones the template's MachineClass can place a VM in:
-// its nodeTemplate.zones, or its single nodeTemplate.zone. None for a
-// template without a class (a provider template) or a class not found.
+// classZones are, with what they come from, the zones the template's MachineClass (or provider
+// template) can place a VM in: its nodeTemplate.zones, or its single
+// nodeTemplate.zone. None for a class not found, or a provider template
+// that reports no capacity.
 func (r *Reconciler) classZones(ctx context.Context, s *scope) ([]string, string, error) {
+	if ref := s.md.Spec.Template.Spec.InfrastructureRef; ref != nil {
+		nt, err := contract.TemplateCapacity(ctx, r.Client, s.md.Namespace, ref)
+		var problem *contract.Problem
+		if errors.As(err, &problem) {
+			err = nil // the template's own status says what is wrong
+		}
+		if nt == nil || err != nil {
+			return nil, ref.Kind + " " + ref.Name, err
+		}
+		return nodeTemplateZones(nt), ref.Kind + " " + ref.Name, nil
+	}
 	c := s.md.Spec.Template.Spec.Class
 	if c == nil {
 		return nil, "", nil
 	}
 	class, err := r.class(ctx, s, c.Name)
 	if err != nil || class == nil || class.Spec.NodeTemplate == nil {
-		return nil, c.Name, err
+		return nil, "MachineClass " + c.Name, err
 	}
-	return nodeTemplateZones(class.Spec.NodeTemplate), c.Name, nil
+	return nodeTemplateZones(class.Spec.NodeTemplate), "MachineClass " + c.Name, nil
 }
 
 // nodeTemplateZones are the zones a class's nodeTemplate says its VMs go
