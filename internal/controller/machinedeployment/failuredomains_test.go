@@ -132,6 +132,16 @@ func TestFailureDomainsResolvedIntoTheSets(t *testing.T) {
 	if sets := h.sets("web"); len(sets) != 1 {
 		t.Fatalf("%d sets after changing the zones", len(sets))
 	}
+	// The autoscaler is told no zone for a group over two (docs/autoscaling.md),
+	// the zone of a group in one.
+	if l := h.md("web").Annotations[v1alpha1.AutoscalerCapacityLabels]; l != "topology.kubernetes.io/region=local" {
+		t.Errorf("scale-from-zero labels of a deployment over two zones: %q", l)
+	}
+	h.update("web", spreadOver(v1alpha1.SpreadEven, zone("local-c")))
+	wantPlacement("local-c:1 surge 1", "local-c 7")
+	h.Eventually(30*time.Second, "the zone in the scale-from-zero labels", func() (bool, error) {
+		return h.md("web").Annotations[v1alpha1.AutoscalerCapacityLabels] == "topology.kubernetes.io/region=local,topology.kubernetes.io/zone=local-c", nil
+	})
 	// Without spec.failureDomains the set places nothing and the status says nothing of zones.
 	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.FailureDomains = nil })
 	wantPlacement("none", "")
