@@ -29,6 +29,8 @@ type spreadState struct {
 	invalid string
 	// status is the zones' new status (status.failureDomains).
 	status []v1alpha1.FailureDomainStatus
+	// events are the transitions to announce once the status is written.
+	events []spreadEvent
 }
 
 // resolveZones resolves spec.failureDomains into zones with weights: the

@@ -86,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}
+	s.emitSpreadEvents()
 	return requeue.Result(res, err)
 }
 

@@ -137,7 +137,7 @@ func (r *Reconciler) syncSpread(ctx context.Context, s *scope) (reconcile.Result
 		st.FailureDomains = nil
 		if c := meta.FindStatusCondition(s.readStatus().Conditions, v1alpha1.SpreadCondition); c == nil ||
 			c.Reason != reasonZonesInvalid || c.Message != invalid {
-			s.event(corev1.EventTypeWarning, reasonZonesInvalid, invalid)
+			s.spread.event(corev1.EventTypeWarning, reasonZonesInvalid, invalid)
 		}
 		s.setCondition(v1alpha1.SpreadCondition, metav1.ConditionFalse, reasonZonesInvalid, invalid)
 		return reconcile.Result{}, nil
@@ -188,11 +188,11 @@ func (s *scope) followCapacity(zs *v1alpha1.FailureDomainStatus, ev *zoneEvidenc
 		}
 		next := metav1.NewTime(s.now.Add(probeBackoff(0)))
 		zs.OutOfCapacitySince, zs.NextProbe, zs.FailedProbes = &now, &next, 0
-		s.event(corev1.EventTypeWarning, reasonZoneOutOfCapacity, fmt.Sprintf(
+		s.spread.event(corev1.EventTypeWarning, reasonZoneOutOfCapacity, fmt.Sprintf(
 			"zone %s refused to create Machine %s for lack of capacity: new Machines go to the other zones, and Machines waiting for a VM there are replaced in them; next probe at %s",
 			zs.Name, ev.refusedBy, next.UTC().Format(time.RFC3339)))
 	case ev.createdBy != "" && ev.created.After(zs.OutOfCapacitySince.Time):
-		s.event(corev1.EventTypeNormal, reasonZoneCapacityRestored, fmt.Sprintf(
+		s.spread.event(corev1.EventTypeNormal, reasonZoneCapacityRestored, fmt.Sprintf(
 			"zone %s has capacity again: Machine %s got a VM there; it gets its share back (out of capacity since %s, %d probes refused)",
 			zs.Name, ev.createdBy, zs.OutOfCapacitySince.UTC().Format(time.RFC3339), zs.FailedProbes))
 		zs.OutOfCapacitySince, zs.NextProbe, zs.FailedProbes = nil, nil, 0
@@ -205,6 +205,29 @@ func (s *scope) followCapacity(zs *v1alpha1.FailureDomainStatus, ev *zoneEvidenc
 		next := metav1.NewTime(s.now.Add(probeBackoff(zs.FailedProbes)))
 		zs.NextProbe = &next
 	}
+}
+
+// event queues an Event of a zone's transition: emitSpreadEvents emits
+// it once the status recording the transition is written, so that a
+// reconcile whose status write is refused (it read a status behind the
+// last written one) does not announce the transition a second time.
+func (sp *spreadState) event(eventType, reason, message string) {
+	sp.events = append(sp.events, spreadEvent{eventType, reason, message})
+}
+
+// spreadEvent is a queued Event.
+type spreadEvent struct{ eventType, reason, message string }
+
+// emitSpreadEvents emits the Events queued by syncSpread; the reconciler
+// calls it after the status is written.
+func (s *scope) emitSpreadEvents() {
+	if s.spread == nil {
+		return
+	}
+	for _, e := range s.spread.events {
+		s.event(e.eventType, e.reason, e.message)
+	}
+	s.spread.events = nil
 }
 
 // setSpreadCondition says whether the zones are within one Machine of

@@ -23,7 +23,16 @@ func TestProbeBackoffDoublesUpToTenMinutes(t *testing.T) {
 // successful one, as followCapacity moves it from the Machines' evidence.
 func TestFollowCapacity(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := &scope{r: &Reconciler{}, now: t0}
+	s := &scope{r: &Reconciler{}, now: t0, spread: &spreadState{}}
+	// events returns the reasons of the Events queued since the last call.
+	events := func() []string {
+		var out []string
+		for _, e := range s.spread.events {
+			out = append(out, e.reason)
+		}
+		s.spread.events = nil
+		return out
+	}
 	zs := &v1alpha1.FailureDomainStatus{Name: "b"}
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 
@@ -37,6 +46,9 @@ func TestFollowCapacity(t *testing.T) {
 	s.followCapacity(zs, ev)
 	if zs.OutOfCapacitySince == nil || !zs.NextProbe.Time.Equal(at(30*time.Second)) || zs.FailedProbes != 0 {
 		t.Fatalf("after the refusal: %+v", zs)
+	}
+	if e := events(); len(e) != 1 || e[0] != "ZoneOutOfCapacity" {
+		t.Fatalf("Events after the refusal: %v", e)
 	}
 	// Before the probe the same evidence changes nothing.
 	s.now = at(10 * time.Second)
@@ -57,12 +69,18 @@ func TestFollowCapacity(t *testing.T) {
 	if zs.FailedProbes != 1 || !zs.NextProbe.Time.Equal(at(32*time.Second+time.Minute)) || !zs.OutOfCapacitySince.Time.Equal(t0) {
 		t.Fatalf("after a refused probe: %+v", zs)
 	}
+	if e := events(); len(e) != 0 {
+		t.Fatalf("Events while out of capacity: %v (one per transition)", e)
+	}
 	// A VM created in the zone after it went out: back.
 	ev.created, ev.createdBy = at(2*time.Minute), "probe-2"
 	s.now = at(2 * time.Minute)
 	s.followCapacity(zs, ev)
 	if zs.OutOfCapacitySince != nil || zs.NextProbe != nil || zs.FailedProbes != 0 {
 		t.Fatalf("after a successful create: %+v", zs)
+	}
+	if e := events(); len(e) != 1 || e[0] != "ZoneCapacityRestored" {
+		t.Fatalf("Events once back: %v", e)
 	}
 	// The refusals older than that success do not take it out again.
 	s.now = at(3 * time.Minute)
