@@ -61,14 +61,13 @@ func refusedForCapacity(m *v1alpha1.Machine) bool {
 		op.ErrorCode == "ResourceExhausted"
 }
 
-// zoneEvidenceChanged reports a change of what a placed Machine says of
-// its zone's capacity: it got a VM, or a create was refused for capacity.
+// zoneEvidenceChanged reports a placed Machine whose create was just
+// refused for capacity, or, refused before, just got its VM. A Machine
+// that gets its VM at the first try (a probe that succeeds) wakes the
+// deployment when its Node turns Ready (machineCounted): waking it for
+// every VM created would double a scale-up's reconciles for nothing.
 func zoneEvidenceChanged(old, cur *v1alpha1.Machine) bool {
-	if cur.Spec.FailureDomain == "" {
-		return false
-	}
-	return old.Spec.ProviderID != cur.Spec.ProviderID || refusedForCapacity(cur) &&
-		(!refusedForCapacity(old) || !old.Status.LastOperation.LastUpdateTime.Equal(&cur.Status.LastOperation.LastUpdateTime))
+	return cur.Spec.FailureDomain != "" && refusedForCapacity(old) != refusedForCapacity(cur)
 }
 
 // vmCreated is when m's VM was created: when InfrastructureReady turned
