@@ -211,8 +211,24 @@ func TestZoneOutOfCapacityAndBack(t *testing.T) {
 		return len(sets) == 1 && placement(&sets[0]) == "local-a:1,local-b:1:out surge 1", nil
 	})
 
+	// A restarted manager goes on from the status: the same record, no
+	// new transition, 5 s later (a record made again would say so). The
+	// spec change makes sure it reconciled since.
+	h.StopManager()
+	clk.add(5 * time.Second)
+	h.StartManager()
+	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.MinReadySeconds = 1 })
+	h.Eventually(30*time.Second, "the restarted manager's reconcile", func() (bool, error) {
+		md := h.md("web")
+		return md.Status.ObservedGeneration == md.Generation, nil
+	})
+	if again := h.md("web").Status.FailureDomains[1]; again.OutOfCapacitySince == nil || !again.OutOfCapacitySince.Equal(b.OutOfCapacitySince) ||
+		!again.NextProbe.Equal(b.NextProbe) {
+		t.Fatalf("after a restart local-b is %+v, was %+v", again, b)
+	}
+
 	// Past the next probe the zone is open again; the probe succeeds.
-	clk.add(41 * time.Second)
+	clk.add(36 * time.Second)
 	h.Sim.Cloud().SetZoneCapacity("local-b", false)
 	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.Replicas = 3 })
 	h.ExpectEvent("ZoneCapacityRestored", h.Prefix+"web")
