@@ -48,6 +48,9 @@ type env struct {
 	burst      int
 	// managerArgs are extra manager flags (-manager-args).
 	managerArgs []string
+	// simAdmin is the sim's admin API address (the spread scenario
+	// makes a zone run out of capacity there).
+	simAdmin string
 }
 
 func newScheme() *runtime.Scheme {
@@ -154,6 +157,7 @@ func (e *env) startMillwright(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	e.simAdmin = simAdmin
 	qps, burst := strconv.FormatFloat(float64(e.qps), 'f', -1, 32), strconv.Itoa(e.burst)
 	if err := e.cluster.StartProcess(ctx, simName, filepath.Join(e.bin, simName),
 		"--endpoint", socket, "--admin-address", simAdmin, "--kubeconfig", e.cluster.Kubeconfig(),

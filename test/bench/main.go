@@ -3,7 +3,8 @@
 // kwok) with the sim and the manager as separate processes, it measures
 // the floor (the unavoidable writes for N machines), a scale-up from 0 to
 // N Running Machines, the manager at rest, a rolling update to another
-// MachineClass and a scale-down to 0. It prints one JSON object per
+// MachineClass, a scale-down to 0 and a scale-up spread over three zones
+// of which one runs out of capacity halfway. It prints one JSON object per
 // scenario, then a table, on stdout; progress goes to stderr.
 // docs/benchmarks.md says what each figure means.
 package main
@@ -28,7 +29,7 @@ import (
 
 // allScenarios, in the order they run: each later one uses the fleet the
 // earlier ones left.
-var allScenarios = []string{"floor", "scale-up", "steady-state", "rolling-update", "rolling-update-started", "scale-down"}
+var allScenarios = []string{"floor", "scale-up", "steady-state", "rolling-update", "rolling-update-started", "scale-down", "spread"}
 
 // bench holds what the scenarios share.
 type bench struct {
@@ -282,6 +283,17 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 		if err := step(s.name, s.f); err != nil {
 			return results, err
 		}
+	}
+	if has("spread") { // a deployment of its own: not the fleet the others share
+		logf("spread: %d machines over %d zones", cfg.n, len(spreadZones))
+		r, err := b.spread(ctx, cfg.n)
+		if r != nil {
+			results = append(results, r)
+		}
+		if err != nil {
+			return results, fmt.Errorf("spread: %w", err)
+		}
+		logf("spread: done in %.1fs", r.Seconds)
 	}
 	return results, nil
 }

@@ -59,6 +59,8 @@ type result struct {
 	Held *heldFloor `json:"hold,omitempty"`
 	// RatioToScaleUp (scale-down) is seconds / the scale-up's seconds.
 	RatioToScaleUp *float64 `json:"ratio_to_scale_up,omitempty"`
+	// Spread (spread) is when a zone ran out and the final spread.
+	Spread *spreadFigures `json:"spread,omitempty"`
 }
 
 func writeJSON(w io.Writer, results []*result) error {
@@ -112,6 +114,10 @@ func writeRatios(w io.Writer, results []*result) error {
 			lines = append(lines, fmt.Sprintf("scale-up: %s× floor (%.1f s / %s s), %s writes per Machine", opt(r.RatioToFloor), r.Seconds, opt(r.FloorSeconds), opt(r.WritesPerMachine)))
 		case r.RatioToScaleUp != nil:
 			lines = append(lines, fmt.Sprintf("scale-down: %s× the scale-up's seconds (%.1f s)", opt(r.RatioToScaleUp), r.Seconds))
+		case r.Spread != nil:
+			f := r.Spread
+			lines = append(lines, fmt.Sprintf("spread: %d Machines Running in %.1f s, zone %s out of capacity at %d Running (%.1f s); final Machines/share %s, Spread %s",
+				r.Machines, r.Seconds, f.ZoneOut, f.OutAtRunning, f.OutAfterSeconds, zonesLine(f), f.Condition))
 		}
 		if r.Held != nil {
 			lines = append(lines, fmt.Sprintf("floor hold: %d Nodes kept %.1f s, %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease %.1f s",

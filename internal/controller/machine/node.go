@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"encoding/json"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -138,9 +139,22 @@ func backReferences(m *v1alpha1.Machine) map[string]string {
 	return refs
 }
 
+// desiredNodeState is the Machine's nodeTemplate, with its zone
+// (spec.failureDomain) as the Node's topology.kubernetes.io/zone: the
+// scheduler's topology spread sees where the spread put the Machine
+// (docs/failure-domains.md), whatever the kubelet or the cloud provider
+// reported.
 func desiredNodeState(m *v1alpha1.Machine) nodeState {
 	t := m.Spec.NodeTemplate
-	return nodeState{Labels: t.Metadata.Labels, Annotations: t.Metadata.Annotations, Taints: t.Taints}
+	labels := t.Metadata.Labels
+	if fd := m.Spec.FailureDomain; fd != "" {
+		labels = maps.Clone(labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[corev1.LabelTopologyZone] = fd
+	}
+	return nodeState{Labels: labels, Annotations: t.Metadata.Annotations, Taints: t.Taints}
 }
 
 // applyNodeTemplate merges desired into node three ways: keys Millwright

@@ -6,10 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -64,28 +62,17 @@ func (r *Reconciler) capacityFor(ctx context.Context, s *scope, t *v1alpha1.Mach
 			}
 			return nil, false, err
 		}
-		return capacityAnnotations(nt, &t.Spec.NodeTemplate), true, nil
+		return capacityAnnotations(nt, &t.Spec.NodeTemplate, s.spreadZones()), true, nil
 	}
 	if t.Spec.Class == nil {
 		return nil, false, nil
 	}
-	name := t.Spec.Class.Name
-	class, known := s.classes[name]
-	if !known && !s.classesMissing[name] {
-		class = &v1alpha1.MachineClass{}
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.md.Namespace, Name: name}, class)
-		switch {
-		case apierrors.IsNotFound(err):
-			s.classesMissing[name] = true
-			class = nil
-		case err != nil:
-			return nil, false, err
-		default:
-			s.classes[name] = class
-		}
+	class, err := r.class(ctx, s, t.Spec.Class.Name)
+	if err != nil {
+		return nil, false, err
 	}
 	if class == nil || class.Spec.NodeTemplate == nil {
 		return nil, false, nil
 	}
-	return capacityAnnotations(class.Spec.NodeTemplate, &t.Spec.NodeTemplate), true, nil
+	return capacityAnnotations(class.Spec.NodeTemplate, &t.Spec.NodeTemplate, s.spreadZones()), true, nil
 }

@@ -31,7 +31,14 @@ var capacityKeys = []string{
 // well-known labels of its instance type, region, zone and architecture,
 // its taints — with the Machine template's nodeTemplate labels and taints
 // over it, since Millwright puts those on the Node too.
-func capacityAnnotations(class *v1alpha1.NodeTemplate, node *v1alpha1.NodeTemplateSpec) map[string]string {
+//
+// The zone label describes every Node of the group or is left out
+// (docs/autoscaling.md): spread is the zones of the deployment's
+// spec.failureDomains (nil without), whose Machines' Nodes are labelled
+// with their own zone; without, the class's zone when it has only one.
+// A group over several zones advertises none, so a pending pod pinned to
+// one zone is not taken for one this group's next Node would fit.
+func capacityAnnotations(class *v1alpha1.NodeTemplate, node *v1alpha1.NodeTemplateSpec, spread []string) map[string]string {
 	out := map[string]string{}
 	quantity := func(key string, name corev1.ResourceName) {
 		if q, ok := class.Capacity[name]; ok {
@@ -49,7 +56,7 @@ func capacityAnnotations(class *v1alpha1.NodeTemplate, node *v1alpha1.NodeTempla
 		out[v1alpha1.AutoscalerCapacityGPUType] = string(gpu)
 		out[v1alpha1.AutoscalerCapacityGPUCount] = strconv.FormatInt(q.Value(), 10)
 	}
-	if l := formatLabels(nodeLabels(class, node)); l != "" {
+	if l := formatLabels(nodeLabels(class, node, spread)); l != "" {
 		out[v1alpha1.AutoscalerCapacityLabels] = l
 	}
 	if t := formatTaints(nodeTaints(class, node)); t != "" {
@@ -75,7 +82,7 @@ func gpuResource(capacity corev1.ResourceList) corev1.ResourceName {
 	return corev1.ResourceName(names[0])
 }
 
-func nodeLabels(class *v1alpha1.NodeTemplate, node *v1alpha1.NodeTemplateSpec) map[string]string {
+func nodeLabels(class *v1alpha1.NodeTemplate, node *v1alpha1.NodeTemplateSpec, spread []string) map[string]string {
 	labels := map[string]string{}
 	set := func(k, v string) {
 		if v != "" {
@@ -84,13 +91,21 @@ func nodeLabels(class *v1alpha1.NodeTemplate, node *v1alpha1.NodeTemplateSpec) m
 	}
 	set(corev1.LabelInstanceTypeStable, class.InstanceType)
 	set(corev1.LabelTopologyRegion, class.Region)
-	set(corev1.LabelTopologyZone, class.Zone)
+	if zones := nodeTemplateZones(class); len(zones) == 1 {
+		set(corev1.LabelTopologyZone, zones[0])
+	}
 	if class.Architecture != nil {
 		set(corev1.LabelArchStable, *class.Architecture)
 	}
 	maps.Copy(labels, class.Labels)
 	if node != nil {
 		maps.Copy(labels, node.Metadata.Labels)
+	}
+	switch {
+	case len(spread) == 1:
+		labels[corev1.LabelTopologyZone] = spread[0]
+	case len(spread) > 1:
+		delete(labels, corev1.LabelTopologyZone)
 	}
 	return labels
 }

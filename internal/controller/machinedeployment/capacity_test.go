@@ -62,7 +62,7 @@ func TestCapacityAnnotations(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := capacityAnnotations(&tc.class, tc.node); !maps.Equal(got, tc.want) {
+			if got := capacityAnnotations(&tc.class, tc.node, nil); !maps.Equal(got, tc.want) {
 				t.Errorf("capacityAnnotations =\n %v\nwant\n %v", got, tc.want)
 			}
 		})

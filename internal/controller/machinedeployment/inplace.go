@@ -44,8 +44,9 @@ func (r *Reconciler) syncSets(ctx context.Context, s *scope) (reconcile.Result, 
 				maps.Copy(ms.Labels, md.Spec.Template.Metadata.Labels)
 				syncTemplate(md, ms)
 			}
-			// Not a template change: it applies while paused too.
+			// Not template changes: they apply while paused too.
 			ms.Spec.AutoPreserveFailedMax = autoPreserveLimit(s, isNew)
+			ms.Spec.FailureDomains = s.placementFor(isNew)
 			if isNew {
 				setRevision(&ms.Annotations, s.newRevision)
 				delete(ms.Annotations, v1alpha1.SupersededAtAnnotation)

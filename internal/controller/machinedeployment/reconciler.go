@@ -86,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}
+	s.emitSpreadEvents()
 	return requeue.Result(res, err)
 }
 
@@ -93,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) reconcileSteps(ctx context.Context, s *scope) (reconcile.Result, error) {
 	return requeue.Run(ctx, s, func() bool { return s.stop },
 		r.collect,
+		r.syncSpread,
 		r.syncAutoscaler,
 		r.rollback,
 		r.classify,

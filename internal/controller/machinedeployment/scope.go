@@ -64,6 +64,8 @@ type scope struct {
 	// starts; budgetWait says, when a start waits, for what (budget.go).
 	budgetAsked bool
 	budgetWait  string
+	// spread is spec.failureDomains resolved (syncSpread); nil without.
+	spread *spreadState
 }
 
 // planSets are the sets as the planner (and the revision arithmetic) sees

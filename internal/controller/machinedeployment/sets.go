@@ -84,6 +84,7 @@ func (r *Reconciler) createNewSet(ctx context.Context, s *scope, replicas int32)
 	ms.Spec.Selector.MatchLabels[v1alpha1.TemplateHashLabel] = hash
 	syncTemplate(md, ms)
 	ms.Spec.AutoPreserveFailedMax = autoPreserveLimit(s, true)
+	ms.Spec.FailureDomains = s.placementFor(true)
 	setRevision(&ms.Annotations, s.newRevision)
 	s.setReplicasAnnotations(&ms.Annotations)
 	if due := restartDue(md, s.now); due != nil {

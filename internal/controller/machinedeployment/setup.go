@@ -115,8 +115,9 @@ func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) [
 
 // machineCounted passes the Machine events that change a count: creation,
 // deletion starting or ending, a change of owner, of the Ready condition
-// (its status or transition time, from which availability runs) or of the
-// failureReason. The instant a Ready Machine passes minReadySeconds is a
+// (its status or transition time, from which availability runs), of the
+// failureReason, or of what a placed Machine says of its zone's capacity
+// (zoneEvidenceChanged). The instant a Ready Machine passes minReadySeconds is a
 // timed requeue (rollout), not an event.
 func machineCounted() predicate.Predicate {
 	return predicate.Funcs{
@@ -131,7 +132,7 @@ func machineCounted() predicate.Predicate {
 				return true
 			}
 			return old.Status.FailureReason != cur.Status.FailureReason ||
-				readySince(old) != readySince(cur) || inPlaceChanged(old, cur)
+				readySince(old) != readySince(cur) || inPlaceChanged(old, cur) || zoneEvidenceChanged(old, cur)
 		},
 	}
 }

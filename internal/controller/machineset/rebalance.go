@@ -39,12 +39,20 @@ func rebalanceHeld(ms *v1alpha1.MachineSet, alive []*v1alpha1.Machine, now time.
 // none: the set may surge (spec.failureDomains.rebalanceSurge), the
 // deployment has no other set's Machines (no rollout), nothing is in
 // flight (every Machine of the set is available, none is being deleted
-// or failed), and a zone with capacity is a whole Machine or more below
-// its share (spread.Short).
+// or failed), no zone is out of capacity, and a zone is a whole Machine or
+// more below its share (spread.Short). While a zone is out of capacity
+// its running Machines stay where they are: they work, and moving them
+// out only to move them back when the zone returns would replace them
+// twice.
 func rebalanceTo(s *scope, z *zoneView) string {
 	fd := s.ms.Spec.FailureDomains
 	if z == nil || fd.RebalanceSurge <= 0 {
 		return ""
+	}
+	for _, pz := range fd.Zones {
+		if pz.OutOfCapacity {
+			return ""
+		}
 	}
 	for _, n := range z.others {
 		if n > 0 {

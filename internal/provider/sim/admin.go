@@ -33,6 +33,9 @@ func newAdmin(c *Cloud) http.Handler {
 	a.mux.HandleFunc("POST /orphans", a.createOrphan)
 	a.mux.HandleFunc("GET /outage", a.getOutage)
 	a.mux.HandleFunc("POST /outage", a.setOutage)
+	a.mux.HandleFunc("GET /zones/out-of-capacity", a.listFullZones)
+	a.mux.HandleFunc("POST /zones/{zone}/out-of-capacity", a.zoneCapacity(true))
+	a.mux.HandleFunc("POST /zones/{zone}/capacity", a.zoneCapacity(false))
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s; see the sim package documentation", r.Method, r.URL.Path))
 	})
@@ -135,6 +138,23 @@ func (a *admin) setOutage(w http.ResponseWriter, r *http.Request) {
 	}
 	a.cloud.SetOutage(o.Outage)
 	writeJSON(w, http.StatusOK, o)
+}
+
+// ZonesOutOfCapacity is the body of GET /zones/out-of-capacity and of the
+// answers to POST /zones/{zone}/...: the zones made out of capacity.
+type ZonesOutOfCapacity struct {
+	Zones []string `json:"zones"`
+}
+
+func (a *admin) listFullZones(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, ZonesOutOfCapacity{Zones: a.cloud.OutOfCapacityZones()})
+}
+
+func (a *admin) zoneCapacity(full bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		a.cloud.SetZoneCapacity(r.PathValue("zone"), full)
+		writeJSON(w, http.StatusOK, ZonesOutOfCapacity{Zones: a.cloud.OutOfCapacityZones()})
+	}
 }
 
 func match(filter, value string) bool { return filter == "" || filter == value }

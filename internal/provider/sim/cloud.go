@@ -37,6 +37,9 @@ type Cloud struct {
 	classes   map[string]ClassRecord
 	outage    bool
 	orphanSeq int
+	// fullZones are the zones the admin API made out of capacity: a
+	// create placed there fails with ResourceExhausted, whatever the class.
+	fullZones map[string]bool
 
 	// changed is told the node names whose Node must be reconciled; dirty
 	// that the state changed and should be saved. Both are called without
@@ -64,6 +67,7 @@ func newCloud(clk clock.PassiveClock) *Cloud {
 		historyAt: map[string]int{},
 		counters:  map[string]int{},
 		classes:   map[string]ClassRecord{},
+		fullZones: map[string]bool{},
 		changed:   func(string, time.Duration) {},
 		dirty:     func() {},
 	}
@@ -123,6 +127,33 @@ func (c *Cloud) Outage() bool {
 	return c.outage
 }
 
+// OutOfCapacityZones are the zones the admin API made out of capacity,
+// sorted.
+func (c *Cloud) OutOfCapacityZones() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]string, 0, len(c.fullZones))
+	for z := range c.fullZones {
+		out = append(out, z)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SetZoneCapacity makes a zone out of capacity (full true: every create
+// placed there, of any class, fails with ResourceExhausted) or gives it
+// capacity back. VMs already running there keep running.
+func (c *Cloud) SetZoneCapacity(zone string, full bool) {
+	c.mu.Lock()
+	if full {
+		c.fullZones[zone] = true
+	} else {
+		delete(c.fullZones, zone)
+	}
+	c.mu.Unlock()
+	c.dirty()
+}
+
 // SetOutage turns the outage on or off: while on, every driver call but
 // GetPluginInfo fails with Unavailable.
 func (c *Cloud) SetOutage(on bool) {
@@ -139,6 +170,9 @@ type createParams struct {
 	nodeTemplate              *v1alpha1.NodeTemplate
 	userDataSHA               string
 	orphan                    bool
+	// zone is the Machine's spec.failureDomain: the zone the VM must be
+	// placed in; "" lets the sim pick the least loaded one.
+	zone string
 }
 
 // createLocked makes a VM for the Machine, or returns the existing one
@@ -154,8 +188,14 @@ func (c *Cloud) createLocked(p createParams) (*VM, bool, error) {
 		}
 		return vm, false, nil
 	}
-	zone := c.pickZoneLocked(ck, key, p.spec.zones)
-	if p.spec.faults.fullZones[zone] {
+	zone := p.zone
+	if zone == "" {
+		zone = c.pickZoneLocked(ck, key, p.spec.zones)
+	} else if !slices.Contains(p.spec.zones, zone) {
+		return nil, false, driver.Errorf(driver.InvalidArgument,
+			"machine.spec.failureDomain: zone %q is not one of the class's providerSpec.zones (%s)", zone, strings.Join(p.spec.zones, ", "))
+	}
+	if p.spec.faults.fullZones[zone] || c.fullZones[zone] {
 		return nil, false, driver.Errorf(driver.ResourceExhausted,
 			"zone %s is out of capacity for %s; Machine %s is placed there", zone, p.spec.instanceType.Name, key)
 	}

@@ -140,6 +140,10 @@
 //	GET    /outage                             {"outage": bool}
 //	POST   /outage                             body {"outage": true} or ?on=true: every driver call
 //	                                           but GetPluginInfo answers Unavailable while on
+//	GET    /zones/out-of-capacity              {"zones": [...]}: the zones made out of capacity
+//	POST   /zones/{zone}/out-of-capacity       every create placed in the zone (any class) answers
+//	                                           ResourceExhausted; its running VMs stay
+//	POST   /zones/{zone}/capacity              give the zone its capacity back
 //
 // Errors are {"error": "...", "code": "NotFound"} with a matching HTTP status.
 package sim

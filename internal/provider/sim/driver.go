@@ -90,7 +90,7 @@ func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineReques
 	vm, created, err := s.cloud.createLocked(createParams{
 		namespace: c.machine.Namespace, machine: c.machine.Name, class: c.class.Name,
 		spec: c.spec, raw: c.class.Spec.ProviderSpec.Raw, nodeTemplate: c.class.Spec.NodeTemplate,
-		userDataSHA: userDataHash(req.Secret),
+		userDataSHA: userDataHash(req.Secret), zone: c.machine.Spec.FailureDomain,
 	})
 	var out VM
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
@@ -29,6 +30,8 @@ type Snapshot struct {
 	Classes   map[string]ClassRecord `json:"classes,omitempty"`
 	Outage    bool                   `json:"outage,omitempty"`
 	OrphanSeq int                    `json:"orphanSeq,omitempty"`
+	// OutOfCapacityZones are the zones the admin API made out of capacity.
+	OutOfCapacityZones []string `json:"outOfCapacityZones,omitempty"`
 }
 
 // Snapshot returns a copy of the cloud's state.
@@ -45,6 +48,10 @@ func (c *Cloud) Snapshot() Snapshot {
 		Outage:    c.outage,
 		OrphanSeq: c.orphanSeq,
 	}
+	for z := range c.fullZones {
+		s.OutOfCapacityZones = append(s.OutOfCapacityZones, z)
+	}
+	sort.Strings(s.OutOfCapacityZones)
 	for _, vm := range c.vms {
 		s.VMs = append(s.VMs, vm.clone())
 	}
@@ -103,6 +110,10 @@ func (c *Cloud) restore(s Snapshot) error {
 	c.vms, c.byMachine, c.byNode, c.byClass = fresh.vms, fresh.byMachine, fresh.byNode, fresh.byClass
 	c.zoneLoad, c.ips, c.history, c.historyAt = fresh.zoneLoad, fresh.ips, fresh.history, fresh.historyAt
 	c.counters, c.classes, c.outage, c.orphanSeq = fresh.counters, fresh.classes, s.Outage, s.OrphanSeq
+	c.fullZones = map[string]bool{}
+	for _, z := range s.OutOfCapacityZones {
+		c.fullZones[z] = true
+	}
 	return nil
 }
 

@@ -1,0 +1,37 @@
+package machine
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// The Machine's zone (spec.failureDomain) is its Node's
+// topology.kubernetes.io/zone, over a wrong one the Node came with, beside
+// the nodeTemplate's labels; the template itself is not changed.
+func TestNodeGetsTheMachinesZone(t *testing.T) {
+	m := &v1alpha1.Machine{}
+	m.Spec.FailureDomain = "zone-b"
+	m.Spec.NodeTemplate.Metadata.Labels = map[string]string{"role": "web"}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}}
+	if !applyNodeTemplate(node, desiredNodeState(m), nil) {
+		t.Fatal("applyNodeTemplate reported no change")
+	}
+	if node.Labels[corev1.LabelTopologyZone] != "zone-b" || node.Labels["role"] != "web" {
+		t.Errorf("node labels = %v: want %s=zone-b and role=web", node.Labels, corev1.LabelTopologyZone)
+	}
+	if _, ok := m.Spec.NodeTemplate.Metadata.Labels[corev1.LabelTopologyZone]; ok {
+		t.Error("the Machine's nodeTemplate was changed")
+	}
+
+	// Without a zone the Node keeps whatever zone it reports.
+	m.Spec.FailureDomain = ""
+	node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2", Labels: map[string]string{corev1.LabelTopologyZone: "zone-a"}}}
+	applyNodeTemplate(node, desiredNodeState(m), nil)
+	if node.Labels[corev1.LabelTopologyZone] != "zone-a" {
+		t.Errorf("node labels = %v: the Node's own zone was changed", node.Labels)
+	}
+}
