@@ -2,9 +2,9 @@ package machine
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,16 +21,28 @@ const classQueueRequeue = 10 * time.Second
 // queuedPrefix starts the lastOperation description of a queued Machine.
 const queuedPrefix = "queued: "
 
+// Reasons of the CreateQueued condition.
+const (
+	ReasonQueued        = "Queued"
+	ReasonCreateStarted = "CreateStarted"
+)
+
 // takeSlot asks the limiter for a slot of op in the Machine's class
 // (spec.maxConcurrentCreates or spec.maxConcurrentDeletes; every call is
 // counted for the class's status, limited or not). Refused, the Machine is
 // queued and its lastOperation says so; the description changes only with
 // the count, so a Machine waiting is written once, not at every requeue.
+// A create refused also sets CreateQueued True, which holds the creation
+// timeout back (see creationDeadline); the create it then starts sets it
+// False, the time the timeout counts from.
 func (r *Reconciler) takeSlot(s *scope, class *v1alpha1.MachineClass, op classlimit.Op) bool {
 	s.askedSlot[op] = true
 	limit := classlimit.Limit(class, op)
 	ok, inFlight := r.Limits.Acquire(op, client.ObjectKeyFromObject(class), limit, client.ObjectKeyFromObject(s.machine), s.machine.UID)
 	if ok {
+		if op == classlimit.Create {
+			endQueued(s, "the create started, after waiting for a slot of class "+class.Name)
+		}
 		return true
 	}
 	field := "spec.maxConcurrentCreates"
@@ -43,7 +55,18 @@ func (r *Reconciler) takeSlot(s *scope, class *v1alpha1.MachineClass, op classli
 	if last := s.machine.Status.LastOperation; last.Type != opType || last.Description != description {
 		s.operation(opType, v1alpha1.OperationProcessing, "", description)
 	}
+	if op == classlimit.Create {
+		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionTrue, ReasonQueued, description)
+	}
 	return false
+}
+
+// endQueued sets CreateQueued False on a Machine that waited, now that its
+// create started or its VM was found without one.
+func endQueued(s *scope, message string) {
+	if s.isTrue(v1alpha1.CreateQueuedCondition) {
+		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionFalse, ReasonCreateStarted, message)
+	}
 }
 
 // classFull reports whether the Machine is queued for a create slot of
@@ -67,10 +90,4 @@ func (r *Reconciler) leaveQueues(machine types.NamespacedName, asked [2]bool) {
 			r.Limits.Leave(op, machine)
 		}
 	}
-}
-
-// wasQueued reports whether the Machine's status says it waits for a slot.
-func wasQueued(m *v1alpha1.Machine) bool {
-	op := m.Status.LastOperation
-	return op.State == v1alpha1.OperationProcessing && strings.HasPrefix(op.Description, queuedPrefix)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -187,4 +189,41 @@ func TestClassLimitsCreatesAndDeletesInFlight(t *testing.T) {
 		st := classCounts(h)
 		return st.CreatesInFlight+st.CreatesQueued+st.DeletesInFlight+st.DeletesQueued == 0, nil
 	})
+}
+
+// A Machine queued for a create slot is not failed by its creation
+// timeout while it waits: the timeout counts from the start of its create.
+func TestQueuedMachineIsNotTimedOut(t *testing.T) {
+	h, d := newLimitedHarness(t)
+	c := h.Class("limited", simSpec)
+	patch := client.MergeFrom(c.DeepCopy())
+	one := int32(1)
+	c.Spec.MaxConcurrentCreates = &one
+	if err := controllertest.Env.Client.Patch(context.Background(), c, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.Machine("first", "limited", nil)
+	h.Eventually(30*time.Second, "the first Machine's create in flight", func() (bool, error) {
+		inFlight, _ := d.creates.counts()
+		return inFlight == 1, nil
+	})
+	const timeout = 6 * time.Second
+	h.Machine("waiting", "limited", func(m *v1alpha1.Machine) {
+		m.Spec.Lifecycle.CreationTimeout = &metav1.Duration{Duration: timeout}
+	})
+	h.Eventually(30*time.Second, "the second Machine to say it is queued", func() (bool, error) {
+		m := h.Get("waiting")
+		return meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.CreateQueuedCondition) &&
+			strings.HasPrefix(m.Status.LastOperation.Description, "queued: 1 of 1 creates of class limited"), nil
+	})
+	h.Consistently(timeout+2*time.Second, "the queued Machine not to fail", func() (bool, error) {
+		m := h.Get("waiting")
+		return m.Status.FailureReason == "", nil
+	})
+	close(d.creates.released)
+	m := h.WaitPhase("waiting", v1alpha1.PhaseRunning, 30*time.Second)
+	if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.CreateQueuedCondition); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("CreateQueued %+v once the create started, want False", c)
+	}
+	h.WaitPhase("first", v1alpha1.PhaseRunning, 30*time.Second)
 }

@@ -158,7 +158,7 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
 	}
-	queued := wasQueued(s.machine)
+	queued := s.isTrue(v1alpha1.CreateQueuedCondition)
 	if !d.r.takeSlot(s, d.class, classlimit.Create) {
 		return reconcile.Result{RequeueAfter: classQueueRequeue}, nil
 	}
@@ -236,6 +236,7 @@ func (d *driverInfra) initialize(ctx context.Context, s *scope, secret *corev1.S
 
 func (d *driverInfra) provisioned(s *scope) reconcile.Result {
 	d.recordAppliedSpec(s)
+	endQueued(s, "the VM exists")
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, ReasonProvisioned, "VM "+s.machine.Spec.ProviderID+" exists")
 	if s.machine.Status.LastOperation.State != v1alpha1.OperationSucceeded {
 		s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "VM "+s.machine.Spec.ProviderID+" exists; waiting for its Node")
