@@ -147,8 +147,10 @@ func (l *Limiter) Acquire(op Op, class types.NamespacedName, limit *int32, machi
 		}
 		return false, len(s.holders)
 	}
-	l.leaveLocked(op, machine)
+	// Held first: leaving the queue must not wake another Machine for
+	// the slot this one takes.
 	s.holders[uid] = struct{}{}
+	l.leaveLocked(op, machine)
 	l.changedLocked(class)
 	return true, len(s.holders)
 }

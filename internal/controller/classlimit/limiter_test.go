@@ -80,3 +80,37 @@ func TestUnlimitedClassIsCounted(t *testing.T) {
 		t.Fatalf("counts %+v after every slot was given back, want none", got)
 	}
 }
+
+// A queued Machine taking the free slot wakes nobody else: there is no
+// slot left for them.
+func TestTakingTheSlotWakesNoOther(t *testing.T) {
+	l := classlimit.New()
+	limit := ptr.To[int32](1)
+	for i := range 3 {
+		m, uid := machine(i)
+		l.Acquire(classlimit.Create, class, limit, m, uid)
+	}
+	_, first := machine(0)
+	l.Release(classlimit.Create, class, first) // wakes b
+	b, buid := machine(1)
+	if ok, _ := l.Acquire(classlimit.Create, class, limit, b, buid); !ok {
+		t.Fatal("the Machine queued first did not get the free slot")
+	}
+	// A wake in another class after it marks the end of what b's taking
+	// the slot woke: the wakes are sent in the order they were made.
+	other := types.NamespacedName{Namespace: "ns", Name: "other"}
+	x, xuid := machine(10)
+	y, yuid := machine(11)
+	l.Acquire(classlimit.Create, other, limit, x, xuid)
+	l.Acquire(classlimit.Create, other, limit, y, yuid)
+	l.Release(classlimit.Create, other, xuid)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Start(ctx) }()
+	for _, want := range []string{b.Name, y.Name} {
+		if woken := <-l.Wake(); woken.Object.GetName() != want {
+			t.Fatalf("woke %s, want %s: no slot of class small was free once %s took it", woken.Object.GetName(), want, b.Name)
+		}
+	}
+}
