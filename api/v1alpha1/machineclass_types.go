@@ -45,6 +45,23 @@ type MachineClassSpec struct {
 	// the cluster-autoscaler can scale a group up from zero.
 	// +optional
 	NodeTemplate *NodeTemplate `json:"nodeTemplate,omitempty"`
+
+	// MaxConcurrentCreates bounds the CreateMachine calls in flight at once
+	// for the Machines of this class, whatever MachineSet or
+	// MachineDeployment they belong to, on top of the manager's
+	// --max-concurrent-creates. A Machine over the limit waits, queued,
+	// and says so in its status.lastOperation. Unset: only the manager's
+	// limit applies (docs/concepts.md, "Provisioning limits").
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="spec.maxConcurrentCreates must be at least 1 (leave it out for no limit of the class's own): with 0 no VM of the class could ever be created"
+	MaxConcurrentCreates *int32 `json:"maxConcurrentCreates,omitempty"`
+
+	// MaxConcurrentDeletes bounds the DeleteMachine calls in flight at once
+	// for the Machines of this class, as MaxConcurrentCreates does for
+	// creates. Unset: no limit of the class's own.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self >= 1",message="spec.maxConcurrentDeletes must be at least 1 (leave it out for no limit of the class's own): with 0 no VM of the class could ever be deleted"
+	MaxConcurrentDeletes *int32 `json:"maxConcurrentDeletes,omitempty"`
 }
 
 // NodeTemplate describes the Node a class's VM will register as: its
@@ -120,6 +137,28 @@ type MachineClassStatus struct {
 	// +optional
 	Machines int32 `json:"machines,omitempty"`
 
+	// CreatesInFlight is how many CreateMachine calls for Machines of the
+	// class the manager has started and not seen end. Counted in the
+	// manager's memory and published every few seconds: it may lag, and
+	// starts from 0 after a restart (docs/concepts.md).
+	// +optional
+	CreatesInFlight int32 `json:"createsInFlight,omitempty"`
+
+	// CreatesQueued is how many Machines of the class wait for a create
+	// because spec.maxConcurrentCreates are in flight.
+	// +optional
+	CreatesQueued int32 `json:"createsQueued,omitempty"`
+
+	// DeletesInFlight is how many DeleteMachine calls for Machines of the
+	// class are in flight, counted as CreatesInFlight is.
+	// +optional
+	DeletesInFlight int32 `json:"deletesInFlight,omitempty"`
+
+	// DeletesQueued is how many Machines of the class wait to delete their
+	// VM because spec.maxConcurrentDeletes are in flight.
+	// +optional
+	DeletesQueued int32 `json:"deletesQueued,omitempty"`
+
 	// Conditions of the class: DriverAvailable (the manager has a driver
 	// for spec.provider) and InUse (Machines, MachineSets or
 	// MachineDeployments reference it, so its deletion waits).
@@ -137,6 +176,13 @@ const (
 	// InUseCondition is True while Machines, MachineSets or
 	// MachineDeployments reference the class.
 	InUseCondition = "InUse"
+
+	// CreateQueuedCondition is a Machine's condition, set only on a Machine
+	// whose create had to wait for a slot of its class's
+	// spec.maxConcurrentCreates: True while it waits (its creation timeout
+	// does not run), False once its create started (the timeout counts
+	// from then).
+	CreateQueuedCondition = "CreateQueued"
 )
 
 // MachineClass is a reusable description of VMs for one driver: the driver's
@@ -148,6 +194,10 @@ const (
 // +kubebuilder:resource:shortName=mcc,categories=millwright
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`
 // +kubebuilder:printcolumn:name="Machines",type=integer,JSONPath=`.status.machines`
+// +kubebuilder:printcolumn:name="Creating",type=integer,JSONPath=`.status.createsInFlight`,description="CreateMachine calls in flight"
+// +kubebuilder:printcolumn:name="Queued",type=integer,JSONPath=`.status.createsQueued`,description="Machines waiting for a create slot of the class"
+// +kubebuilder:printcolumn:name="Deleting",type=integer,JSONPath=`.status.deletesInFlight`,priority=1,description="DeleteMachine calls in flight"
+// +kubebuilder:printcolumn:name="Deletes Queued",type=integer,JSONPath=`.status.deletesQueued`,priority=1,description="Machines waiting for a delete slot of the class"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type MachineClass struct {
 	metav1.TypeMeta   `json:",inline"`

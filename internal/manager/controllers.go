@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/machineclass"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
@@ -33,6 +34,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err != nil {
 		return err
 	}
+	// The creates and deletes per class: bounded by the machine
+	// controller, published by the class controller.
+	limits := classlimit.New()
 	r := &machine.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -43,6 +47,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 		Config:    o.Machine,
 		Recorder:  mgr.GetEventRecorder("machine-controller"),
 		Gate:      sc.Gate(),
+		Limits:    limits,
 
 		OnOrphansSuspected: sc.OrphansSuspected,
 	}
@@ -88,6 +93,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("machineclass-controller"),
 		Providers: func(p string) bool { _, ok := ds.byName[p]; return ok },
+
+		Provisioning: limits,
 	}
 	if err := mc.SetupWithManager(ctx, mgr, machineClassWorkers); err != nil {
 		return fmt.Errorf("machineclass controller: %w", err)

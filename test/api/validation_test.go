@@ -107,6 +107,18 @@ func TestInvalidObjectsAreRefused(t *testing.T) {
 		{"class with a provider name over 63 characters", validClass,
 			func(u *unstructured.Unstructured) { set(u, strings.Repeat("a", 64), "spec", "provider") },
 			"spec.provider: Too long"},
+		{"class with maxConcurrentCreates 0", validClass,
+			func(u *unstructured.Unstructured) { set(u, int64(0), "spec", "maxConcurrentCreates") },
+			"spec.maxConcurrentCreates must be at least 1"},
+		{"class with a negative maxConcurrentCreates", validClass,
+			func(u *unstructured.Unstructured) { set(u, int64(-3), "spec", "maxConcurrentCreates") },
+			"spec.maxConcurrentCreates must be at least 1"},
+		{"class with maxConcurrentDeletes 0", validClass,
+			func(u *unstructured.Unstructured) { set(u, int64(0), "spec", "maxConcurrentDeletes") },
+			"spec.maxConcurrentDeletes must be at least 1"},
+		{"class with a negative maxConcurrentDeletes", validClass,
+			func(u *unstructured.Unstructured) { set(u, int64(-1), "spec", "maxConcurrentDeletes") },
+			"spec.maxConcurrentDeletes must be at least 1"},
 
 		// MachineSet
 		{"set with negative replicas", validSet,
@@ -357,6 +369,11 @@ func TestAllowedUpdates(t *testing.T) {
 			func(u *unstructured.Unstructured) {
 				set(u, nil, "spec", "template", "spec", "class")
 				set(u, map[string]any{"apiGroup": "infrastructure.millwright.dev", "kind": "SimMachineTemplate", "name": "t"}, "spec", "template", "spec", "infrastructureRef")
+			}},
+		{"class limited to 5 creates and 1 delete at once", validClass, false,
+			func(u *unstructured.Unstructured) {
+				set(u, int64(5), "spec", "maxConcurrentCreates")
+				set(u, int64(1), "spec", "maxConcurrentDeletes")
 			}},
 		{"deployment with percentages", validDeployment, false,
 			func(u *unstructured.Unstructured) {

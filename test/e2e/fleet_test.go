@@ -23,7 +23,13 @@ const simSpec = `{"region":"local","zones":["local-a","local-b"],"bootDelay":"1s
 // createClass creates a sim MachineClass with the given providerSpec.
 func (s *scenario) createClass(name, providerSpec string) {
 	s.t.Helper()
-	s.create(&v1alpha1.MachineClass{
+	s.createClassWith(name, providerSpec, nil)
+}
+
+// createClassWith is createClass with the class edited before it is made.
+func (s *scenario) createClassWith(name, providerSpec string, edit func(*v1alpha1.MachineClass)) {
+	s.t.Helper()
+	class := &v1alpha1.MachineClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
 		Spec: v1alpha1.MachineClassSpec{
 			Provider:     "sim",
@@ -33,7 +39,11 @@ func (s *scenario) createClass(name, providerSpec string) {
 				corev1.ResourcePods: resource.MustParse("110"),
 			}},
 		},
-	})
+	}
+	if edit != nil {
+		edit(class)
+	}
+	s.create(class)
 }
 
 // createDeployment creates the scenario's MachineDeployment (named after

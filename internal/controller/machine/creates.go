@@ -77,21 +77,25 @@ func (c *creates) Start(ctx context.Context) error {
 	return nil
 }
 
-// start runs call for m unless one is known for it already. m must be a
-// copy nobody mutates: the call reads it while the reconcile goes on.
-// reconcileCtx only lends the call its logger: the call outlives the
-// reconcile.
-func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, secret *corev1.Secret, call func(context.Context) (*driver.CreateMachineResponse, error)) {
+// start runs call for m unless one is known for it already, and reports
+// whether it did. m must be a copy nobody mutates: the call reads it while
+// the reconcile goes on. reconcileCtx only lends the call its logger: the
+// call outlives the reconcile. ended, if not nil, is called when the call
+// has ended (or will never be made), before m is enqueued again.
+func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, secret *corev1.Secret, call func(context.Context) (*driver.CreateMachineResponse, error), ended func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.calls[m.UID]; ok {
-		return
+		return false
 	}
 	cc := &createCall{secret: secret}
 	c.calls[m.UID] = cc
 	ctx := log.IntoContext(c.ctx, log.FromContext(reconcileCtx))
 	go func() {
 		resp, err := c.run(ctx, call)
+		if ended != nil {
+			ended()
+		}
 		c.mu.Lock()
 		cc.done, cc.resp, cc.err = true, resp, err
 		abandoned := cc.abandoned
@@ -107,6 +111,7 @@ func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, secre
 		case <-ctx.Done():
 		}
 	}()
+	return true
 }
 
 // run makes the call once it has a slot, and gives the slot back on every

@@ -47,7 +47,7 @@ func TestCreatesReleaseTheirSlotWhenCancelled(t *testing.T) {
 		c.start(context.Background(), machineWithUID(i), nil, func(context.Context) (*driver.CreateMachineResponse, error) {
 			called.Add(1)
 			return &driver.CreateMachineResponse{}, nil
-		})
+		}, nil)
 	}
 	waitAllDone(t, c)
 	if n := len(c.slots); n != 0 {
@@ -71,7 +71,7 @@ func TestCreatesOutliveTheReconcile(t *testing.T) {
 				return nil, err
 			}
 			return &driver.CreateMachineResponse{ProviderID: "p"}, nil
-		})
+		}, nil)
 	}
 	waitAllDone(t, c)
 	for i := range 3 {

@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/classsecret"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/driverpolicy"
@@ -48,6 +50,9 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	}
 	if wait := d.r.retryWait(s); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if d.r.classFull(s, d.class) {
+		return reconcile.Result{RequeueAfter: classQueueRequeue}, nil // still queued
 	}
 	secret, err := d.r.driverSecret(ctx, s, d.class)
 	if err != nil || secret == nil {
@@ -137,15 +142,14 @@ func vmLost(s *scope, err error) bool {
 // providerID (a VM it lost, the driver cannot tell) still records
 // InfrastructureReady=False/Creating first: for the orphan collection its
 // recorded VM and the new one are both its own while the create runs.
+//
+// The create takes a slot of the class's spec.maxConcurrentCreates first
+// (see takeSlot), given back when the call ends; a Machine refused one is
+// queued, says so, and is woken when a slot is free. A Machine whose
+// status said it was queued writes that its create started: one write
+// more, for the Machines that waited only.
 func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secret) (reconcile.Result, error) {
-	if s.machine.Spec.ProviderID != "" {
-		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
-		// Recorded before the call starts; a stale read conflicts here
-		// and starts no create.
-		if err := s.checkpoint(ctx); err != nil {
-			return reconcile.Result{}, err
-		}
-	} else {
+	if s.machine.Spec.ProviderID == "" {
 		current, err := d.r.createsFromCurrent(ctx, s)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -153,16 +157,39 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 		if !current {
 			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
-		s.statusWithCreate = true
+	}
+	queued := s.isTrue(v1alpha1.CreateQueuedCondition)
+	if !d.r.takeSlot(s, d.class, classlimit.Create) {
+		return reconcile.Result{RequeueAfter: classQueueRequeue}, nil
+	}
+	// The call ends while later reconciles change s.machine: the slot's
+	// names are taken now.
+	class, uid := client.ObjectKeyFromObject(d.class), s.machine.UID
+	release := func() { d.r.Limits.Release(classlimit.Create, class, uid) }
+	if queued {
+		s.operation(v1alpha1.OperationCreate, v1alpha1.OperationProcessing, "", "creating the VM (its turn came)")
+	}
+	if s.machine.Spec.ProviderID != "" {
+		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
+		// Recorded before the call starts; a stale read conflicts here
+		// and starts no create.
+		if err := s.checkpoint(ctx); err != nil {
+			release()
+			return reconcile.Result{}, err
+		}
+	} else {
+		s.statusWithCreate = !queued
 	}
 	req := &driver.CreateMachineRequest{Machine: s.machine.DeepCopy(), MachineClass: d.class, Secret: secret}
-	d.r.creates.start(ctx, req.Machine, secret, func(ctx context.Context) (resp *driver.CreateMachineResponse, err error) {
+	if !d.r.creates.start(ctx, req.Machine, secret, func(ctx context.Context) (resp *driver.CreateMachineResponse, err error) {
 		err = d.call(ctx, driver.MethodCreateMachine, func(ctx context.Context) (err error) {
 			resp, err = d.drv.CreateMachine(ctx, req)
 			return err
 		})
 		return resp, err
-	})
+	}, release) {
+		release()
+	}
 	return reconcile.Result{}, nil
 }
 
@@ -209,6 +236,7 @@ func (d *driverInfra) initialize(ctx context.Context, s *scope, secret *corev1.S
 
 func (d *driverInfra) provisioned(s *scope) reconcile.Result {
 	d.recordAppliedSpec(s)
+	endQueued(s, "the VM exists")
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, ReasonProvisioned, "VM "+s.machine.Spec.ProviderID+" exists")
 	if s.machine.Status.LastOperation.State != v1alpha1.OperationSucceeded {
 		s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "VM "+s.machine.Spec.ProviderID+" exists; waiting for its Node")
@@ -253,6 +281,12 @@ func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Res
 			return false, reconcile.Result{}, err
 		}
 	}
+	// A slot of the class's spec.maxConcurrentDeletes, held for the call
+	// only (it is made in this reconcile).
+	if !d.r.takeSlot(s, d.class, classlimit.Delete) {
+		return false, reconcile.Result{RequeueAfter: classQueueRequeue}, nil
+	}
+	defer d.r.Limits.Release(classlimit.Delete, client.ObjectKeyFromObject(d.class), s.machine.UID)
 	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
 	if err != nil {
 		return false, reconcile.Result{}, err

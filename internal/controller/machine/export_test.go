@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 )
 
 // ReplacementAllowed is the meltdown check at the reconciler's clock, for
@@ -21,7 +22,12 @@ const LedgerTTL = ledgerTTL
 
 // StartCreates gives a Reconciler built by a test (not set up with a
 // manager) its creates, for direct Reconcile calls.
-func (r *Reconciler) StartCreates() { r.creates = newCreates(1) }
+func (r *Reconciler) StartCreates() {
+	r.creates = newCreates(1)
+	if r.Limits == nil {
+		r.Limits = classlimit.New()
+	}
+}
 
 // CreateStarted reports whether a CreateMachine call was started for the
 // Machine (running, waiting for a slot, or done).

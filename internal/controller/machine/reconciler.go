@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/pkg/driver"
@@ -54,6 +55,10 @@ type Reconciler struct {
 	// not being deleted (the safety controller's API-server freeze): a blind
 	// observer must not declare Machines Failed nor create VMs. Nil: never frozen.
 	Gate Gate
+	// Limits bounds the creates and deletes in flight per MachineClass and
+	// counts them for the class controller; nil: SetupWithManager makes
+	// one of its own.
+	Limits *classlimit.Limiter
 	// OnOrphansSuspected, when set, is told the MachineClass of a Machine
 	// several VMs claim (GetMachineStatus OutOfRange), so that the orphan
 	// collection runs soon instead of at its next period.
@@ -72,6 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.written.forget(req.NamespacedName)
+			r.leaveQueues(req.NamespacedName, [2]bool{})
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -90,6 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	s := r.newScope(ctx, m)
 	defer func() { r.written.record(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion, s.gone) }()
+	defer func() { r.leaveQueues(req.NamespacedName, s.askedSlot) }()
 	why, err := r.pausedBy(ctx, m)
 	if err != nil {
 		return reconcile.Result{}, err

@@ -61,6 +61,10 @@ type scope struct {
 	// status is written with the create's outcome, not now (see
 	// driverInfra.create).
 	statusWithCreate bool
+	// askedSlot: this reconcile asked a slot of its class for a create
+	// or a delete (indexed by classlimit.Op); a Machine that did not
+	// leaves that queue (see leaveQueues).
+	askedSlot [2]bool
 	// replaced are the versions of the Machine this reconcile's writes
 	// replaced, oldest first (see ownWrites).
 	replaced []string

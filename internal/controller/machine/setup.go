@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 )
 
 // Field indexes on Machines in the control cache.
@@ -54,6 +55,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	if err := mgr.Add(r.creates); err != nil {
 		return err
 	}
+	if r.Limits == nil {
+		r.Limits = classlimit.New()
+	}
+	if err := mgr.Add(r.Limits); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		Named("machine").
 		For(&v1alpha1.Machine{}).
@@ -69,6 +76,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
 			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToMachines), nodeChanged())).
 		WatchesRawSource(source.Channel(r.creates.wake, &handler.EnqueueRequestForObject{})).
+		// A slot of a class given back: the Machines queued for it.
+		WatchesRawSource(source.Channel(r.Limits.Wake(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -30,7 +31,12 @@ func (r *Reconciler) checkCreationTimeout(s *scope) reconcile.Result {
 }
 
 // creationDeadline is when a Machine that never ran is Failed; applies is
-// false once it ran (or failed).
+// false once it ran (or failed). A Machine queued for a create slot of its
+// class (CreateQueued True) waits on purpose, and says so: the timeout
+// does not run while it waits, and counts from the start of its create
+// once it waited (CreateQueued False): a scale-up of hundreds of Machines
+// under a tight spec.maxConcurrentCreates must not fail the last ones for
+// the queue (docs/concepts.md, "Provisioning limits per class").
 func creationDeadline(s *scope) (deadline time.Time, applies bool) {
 	if len(s.healthChecks) > 0 {
 		return time.Time{}, false // a MachineHealthCheck's nodeStartupTimeout judges instead
@@ -38,7 +44,16 @@ func creationDeadline(s *scope) (deadline time.Time, applies bool) {
 	if s.machine.Status.FailureReason != "" || s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
 		return time.Time{}, false
 	}
-	return s.machine.CreationTimestamp.Add(s.life.creationTimeout), true
+	start := s.machine.CreationTimestamp.Time
+	if c := s.condition(v1alpha1.CreateQueuedCondition); c != nil {
+		if c.Status == metav1.ConditionTrue {
+			return time.Time{}, false
+		}
+		if c.LastTransitionTime.After(start) {
+			start = c.LastTransitionTime.Time
+		}
+	}
+	return start.Add(s.life.creationTimeout), true
 }
 
 // creationTimedOut reports whether the creation timeout fails the Machine

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
@@ -44,6 +45,10 @@ type Reconciler struct {
 	// Providers reports whether the manager has a driver for a
 	// spec.provider.
 	Providers func(provider string) bool
+	// Provisioning is the machine controller's count of creates and
+	// deletes in flight and queued per class, which the class's status
+	// publishes; nil: none shown.
+	Provisioning *classlimit.Limiter
 }
 
 // users counts what references a class.
@@ -163,6 +168,11 @@ func (r *Reconciler) setStatus(class *v1alpha1.MachineClass, u users) {
 	st := &class.Status
 	st.ObservedGeneration = class.Generation
 	st.Machines = int32(u.machines)
+	if r.Provisioning != nil {
+		c := r.Provisioning.Counts(client.ObjectKeyFromObject(class))
+		st.CreatesInFlight, st.CreatesQueued = c.CreatesInFlight, c.CreatesQueued
+		st.DeletesInFlight, st.DeletesQueued = c.DeletesInFlight, c.DeletesQueued
+	}
 	set := func(t string, ok bool, yes, no, message string) {
 		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: yes, Message: message, ObservedGeneration: class.Generation}
 		if !ok {

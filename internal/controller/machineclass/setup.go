@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -50,15 +51,31 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { enqueue.add(ctx, q, e.Object) },
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { enqueue.add(ctx, q, e.Object) },
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("machineclass").
 		For(&v1alpha1.MachineClass{}).
 		Watches(&v1alpha1.Machine{}, toClass).
 		Watches(&v1alpha1.MachineSet{}, toClass).
 		Watches(&v1alpha1.MachineDeployment{}, toClass).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.Provisioning != nil {
+		// Counts of creates and deletes change with every call: one
+		// status write per class per provisioningCoalesce at most.
+		b = b.WatchesRawSource(source.Channel(r.Provisioning.Changed(), handler.Funcs{
+			GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) {
+				q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}, provisioningCoalesce)
+			},
+		}))
+	}
+	return b.Complete(r)
 }
+
+// provisioningCoalesce is how late a class's status may show its creates
+// and deletes in flight and queued: the changes meanwhile merge into one
+// reconcile (the workqueue keeps one waiting entry per class, at its
+// earliest time), so a scale-up of a thousand Machines writes the class's
+// status every few seconds, not twice per Machine.
+const provisioningCoalesce = 2 * time.Second
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 

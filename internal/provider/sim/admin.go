@@ -18,16 +18,18 @@ const maxAdminBody = 1 << 20
 // admin serves the admin HTTP API described in the package documentation.
 type admin struct {
 	cloud *Cloud
+	calls *callCounter
 	mux   *http.ServeMux
 }
 
-func newAdmin(c *Cloud) http.Handler {
-	a := &admin{cloud: c, mux: http.NewServeMux()}
+func newAdmin(c *Cloud, calls *callCounter) http.Handler {
+	a := &admin{cloud: c, calls: calls, mux: http.NewServeMux()}
 	a.mux.HandleFunc("GET /vms", a.listVMs)
 	a.mux.HandleFunc("GET /vms/{id}", a.getVM)
 	a.mux.HandleFunc("DELETE /vms/{id}", a.deleteVM)
 	a.mux.HandleFunc("POST /vms/{id}/kill", a.killVM)
 	a.mux.HandleFunc("GET /history", a.history)
+	a.mux.HandleFunc("GET /calls", a.callStats)
 	a.mux.HandleFunc("POST /nodes/{name}/not-ready", a.nodeReady(false))
 	a.mux.HandleFunc("POST /nodes/{name}/ready", a.nodeReady(true))
 	a.mux.HandleFunc("POST /orphans", a.createOrphan)

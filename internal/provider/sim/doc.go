@@ -133,6 +133,8 @@
 //	DELETE /vms/{id}                           delete a VM behind Millwright's back (its Node goes NotReady)
 //	POST   /vms/{id}/kill                      stop a VM: it stays, its Node goes NotReady
 //	GET    /history[?namespace=&class=&machine=]  every VM ever created, with deletion times
+//	GET    /calls?namespace=&class=            CallStats: the class's CreateMachine and DeleteMachine
+//	                                           calls in flight, and the most at once since the sim started
 //	POST   /nodes/{name}/not-ready             make a Node NotReady; its VM keeps running
 //	POST   /nodes/{name}/ready                 let it be Ready again
 //	POST   /orphans                            body OrphanRequest: make a VM for a made-up Machine

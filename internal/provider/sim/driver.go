@@ -79,6 +79,7 @@ func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineReques
 	if err != nil {
 		return nil, err
 	}
+	defer s.calls.enter(c.class.Namespace+"/"+c.class.Name, opCreate)()
 	v, err := s.fault(ctx, c.spec, opCreate, c.key)
 	if err != nil {
 		return nil, err
@@ -160,6 +161,7 @@ func (s *Sim) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReques
 	if err != nil {
 		return nil, err
 	}
+	defer s.calls.enter(c.class.Namespace+"/"+c.class.Name, opDelete)()
 	v, err := s.fault(ctx, c.spec, opDelete, c.key)
 	if err != nil {
 		return nil, err

@@ -74,6 +74,8 @@ type Sim struct {
 	nodes *registrar
 	snap  *snapshotter
 	admin http.Handler
+	// calls counts the creates and deletes in flight per class.
+	calls *callCounter
 
 	// waiting counts calls waiting out an injected latency; tests step a
 	// fake clock once the call they drive is waiting.
@@ -126,7 +128,8 @@ func New(opts Options) (*Sim, error) {
 	}
 	s.nodes = newRegistrar(opts, s.cloud)
 	s.cloud.changed = s.nodes.enqueue
-	s.admin = newAdmin(s.cloud)
+	s.calls = &callCounter{}
+	s.admin = newAdmin(s.cloud, s.calls)
 	return s, nil
 }
 

@@ -1,0 +1,93 @@
+package machine
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
+)
+
+// classQueueRequeue is a backstop for a Machine queued for a slot of its
+// class: a slot given back wakes the Machines queued longest at once
+// (classlimit.Limiter.Wake), and a queued Machine's reconcile costs no
+// API or driver call while its class is full (see driverInfra.ensure).
+const classQueueRequeue = 10 * time.Second
+
+// queuedPrefix starts the lastOperation description of a queued Machine.
+const queuedPrefix = "queued: "
+
+// Reasons of the CreateQueued condition.
+const (
+	ReasonQueued        = "Queued"
+	ReasonCreateStarted = "CreateStarted"
+)
+
+// takeSlot asks the limiter for a slot of op in the Machine's class
+// (spec.maxConcurrentCreates or spec.maxConcurrentDeletes; every call is
+// counted for the class's status, limited or not). Refused, the Machine is
+// queued and its lastOperation says so; the description changes only with
+// the count, so a Machine waiting is written once, not at every requeue.
+// A create refused also sets CreateQueued True, which holds the creation
+// timeout back (see creationDeadline); the create it then starts sets it
+// False, the time the timeout counts from.
+func (r *Reconciler) takeSlot(s *scope, class *v1alpha1.MachineClass, op classlimit.Op) bool {
+	s.askedSlot[op] = true
+	limit := classlimit.Limit(class, op)
+	ok, inFlight := r.Limits.Acquire(op, client.ObjectKeyFromObject(class), limit, client.ObjectKeyFromObject(s.machine), s.machine.UID)
+	if ok {
+		if op == classlimit.Create {
+			endQueued(s, "the create started, after waiting for a slot of class "+class.Name)
+		}
+		return true
+	}
+	field := "spec.maxConcurrentCreates"
+	opType := v1alpha1.OperationCreate
+	if op == classlimit.Delete {
+		field, opType = "spec.maxConcurrentDeletes", v1alpha1.OperationDelete
+	}
+	description := fmt.Sprintf("%s%d of %d %s of class %s in flight (its %s); waiting for one to end",
+		queuedPrefix, inFlight, *limit, op, class.Name, field)
+	if last := s.machine.Status.LastOperation; last.Type != opType || last.Description != description {
+		s.operation(opType, v1alpha1.OperationProcessing, "", description)
+	}
+	if op == classlimit.Create {
+		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionTrue, ReasonQueued, description)
+	}
+	return false
+}
+
+// endQueued sets CreateQueued False on a Machine that waited, now that its
+// create started or its VM was found without one.
+func endQueued(s *scope, message string) {
+	if s.isTrue(v1alpha1.CreateQueuedCondition) {
+		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionFalse, ReasonCreateStarted, message)
+	}
+}
+
+// classFull reports whether the Machine is queued for a create slot of
+// its class and none is free yet: its reconcile requeues at once, without
+// looking at its VM (a driver call) first.
+func (r *Reconciler) classFull(s *scope, class *v1alpha1.MachineClass) bool {
+	full := r.Limits.Full(classlimit.Create, client.ObjectKeyFromObject(class),
+		classlimit.Limit(class, classlimit.Create), client.ObjectKeyFromObject(s.machine))
+	if full {
+		s.askedSlot[classlimit.Create] = true
+	}
+	return full
+}
+
+// leaveQueues takes the Machine out of the queues its reconcile did not
+// ask a slot of: it is deleted, paused, failed or frozen, its VM was found,
+// or its class's limit went; a Machine gone leaves both.
+func (r *Reconciler) leaveQueues(machine types.NamespacedName, asked [2]bool) {
+	for _, op := range []classlimit.Op{classlimit.Create, classlimit.Delete} {
+		if !asked[op] {
+			r.Limits.Leave(op, machine)
+		}
+	}
+}
