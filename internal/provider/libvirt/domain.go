@@ -41,6 +41,11 @@ type Meta struct {
 	// restarts (the reason reads "unknown", as for a domain never started):
 	// this tells a VM that ran and stopped from one a create left defined.
 	Started string `xml:"started,omitempty"`
+	// ShutdownRequested is when a deletion first asked the running guest
+	// to shut down (RFC 3339, the driver's clock), empty before. The grace
+	// period counts from it across deletion calls and driver restarts: a
+	// later call destroys the domain once it is over, never waits anew.
+	ShutdownRequested string `xml:"shutdownRequested,omitempty"`
 }
 
 // MetaVolume names a volume of a pool.

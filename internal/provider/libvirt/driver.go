@@ -64,9 +64,6 @@ type Driver struct {
 	locks map[string]*sync.Mutex // per domain: one operation at a time
 	// naming serializes the choice of Node names between creates.
 	naming sync.Mutex
-	// shutdowns remembers when a deletion asked a domain to shut down, so
-	// the next call destroys it once the grace period is over.
-	shutdowns map[string]time.Time
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -89,7 +86,7 @@ func New(o Options) *Driver {
 	if o.ProbeTimeout == 0 {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}
-	return &Driver{opts: o, locks: map[string]*sync.Mutex{}, shutdowns: map[string]time.Time{}}
+	return &Driver{opts: o, locks: map[string]*sync.Mutex{}}
 }
 
 // Close disconnects from every libvirt daemon.
@@ -428,15 +425,21 @@ func (c *conn) recordStart(f *found) error {
 	}
 	meta := *f.meta
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
-	x, err := metaXML(&meta)
+	return c.setMeta(f, &meta, "recording the start of")
+}
+
+// setMeta replaces the domain's Millwright metadata in its persistent
+// definition, where the next call of any driver instance reads it.
+func (c *conn) setMeta(f *found, meta *Meta, what string) error {
+	x, err := metaXML(meta)
 	if err != nil {
 		return driver.Errorf(driver.Internal, "domain %s metadata: %v", f.dom.Name, err)
 	}
 	if err := c.l.DomainSetMetadata(f.dom, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{x},
 		golibvirt.OptString{"millwright"}, golibvirt.OptString{MetadataNamespace}, golibvirt.DomainAffectConfig); err != nil {
-		return c.errorf(err, "recording the start of domain %s", f.dom.Name)
+		return c.errorf(err, "%s domain %s", what, f.dom.Name)
 	}
-	f.meta = &meta
+	f.meta = meta
 	return nil
 }
 
