@@ -20,8 +20,8 @@ const (
 )
 
 // DeleteMachine shuts the Machine's domain down (ACPI, then destroy after
-// the class's shutdownGracePeriod), undefines it and deletes its volumes
-// and console log. It waits for the guest only as long as the call's
+// the class's shutdownGracePeriod), undefines it and deletes its volumes,
+// its console log and libvirt's own log of it. It waits for the guest only as long as the call's
 // deadline allows: if the grace period outlasts it, the call answers
 // Aborted and the next call carries on where it stopped.
 func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
@@ -66,8 +66,11 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 			return nil, err
 		}
 	}
-	if err := os.Remove(console); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		d.opts.Logger.Warn("could not remove a deleted VM's console log", "path", console, "err", err)
+	// The logs are on the libvirt host: removed where the driver runs there.
+	for _, log := range []string{console, QEMULog(d.opts.QEMULogDir, name)} {
+		if err := os.Remove(log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.opts.Logger.Warn("could not remove a deleted VM's log", "path", log, "err", err)
+		}
 	}
 	return &driver.DeleteMachineResponse{}, nil
 }

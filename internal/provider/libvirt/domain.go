@@ -100,6 +100,10 @@ const stateVolumeSize = 1 << 20
 // driver's --console-dir), on the libvirt host.
 func ConsoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-console.log") }
 
+// QEMULog is libvirt's own log of domain in dir (the driver's
+// --qemu-log-dir), on the libvirt host.
+func QEMULog(dir, domain string) string { return filepath.Join(dir, domain+".log") }
+
 // userNetID names the user-mode netdev passed to QEMU directly.
 const userNetID = "mwnet0"
 

@@ -29,6 +29,11 @@ const Version = "v0.1.0"
 // libvirt's own QEMU log directory, which virtlogd writes to.
 const DefaultConsoleDir = "/var/log/libvirt/qemu"
 
+// DefaultQEMULogDir is where libvirt's QEMU driver keeps each domain's own
+// log (<dir>/<domain>.log: QEMU's command line, its errors, when it
+// stopped) on a host where libvirtd runs as root, qemu:///system.
+const DefaultQEMULogDir = "/var/log/libvirt/qemu"
+
 // consoleTailLines is how much of the console an error message quotes.
 const consoleTailLines = 20
 
@@ -46,6 +51,10 @@ type Options struct {
 	// ConsoleDir is where each VM's serial console is logged; default
 	// DefaultConsoleDir. It is a directory on the libvirt host.
 	ConsoleDir string
+	// QEMULogDir is libvirt's directory of per-domain QEMU logs on the
+	// libvirt host, from which a deletion removes the domain's; default
+	// DefaultQEMULogDir.
+	QEMULogDir string
 	// Logger logs the connection's ups and downs; default slog.Default().
 	Logger *slog.Logger
 	// ProbeTimeout bounds the KVM probe of domainType auto; default
@@ -79,6 +88,9 @@ func New(o Options) *Driver {
 	}
 	if o.ConsoleDir == "" {
 		o.ConsoleDir = DefaultConsoleDir
+	}
+	if o.QEMULogDir == "" {
+		o.QEMULogDir = DefaultQEMULogDir
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -27,7 +27,8 @@ import (
 // make the guest stop its agent and power itself off, which the console
 // (read through a descriptor opened before the deletion removes the file)
 // and the driver's log show, and the deletion ends well within the grace
-// period. It logs how long the deletion took.
+// period, leaving no libvirt log of the domain. It logs how long the
+// deletion took.
 func TestDeleteShutsTheGuestDown(t *testing.T) {
 	kernel := testKernel(t)
 	initramfs := qemuReadable(t, repoFile(t, "bin/vm/initramfs.img"), "initramfs")
@@ -59,6 +60,11 @@ func TestDeleteShutsTheGuestDown(t *testing.T) {
 	}
 	defer console.Close()
 
+	qemuLog := QEMULog(DefaultQEMULogDir, domainName(m))
+	if _, err := os.Stat(qemuLog); err != nil {
+		t.Fatalf("libvirt's log of the running domain: %v", err)
+	}
+
 	begin := time.Now()
 	long, cancel := context.WithTimeout(context.Background(), grace+time.Minute)
 	defer cancel()
@@ -72,7 +78,7 @@ func TestDeleteShutsTheGuestDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ACPI power button: stopping", "the agent stopped", "reboot: Power down"} {
+	for _, want := range []string{"input devices for the ACPI power button", "ACPI power button: stopping", "the agent stopped", "reboot: Power down"} {
 		if !bytes.Contains(out, []byte(want)) {
 			t.Errorf("the console lacks %q: the guest did not shut down by itself\n--- console ---\n%s", want, out)
 		}
@@ -82,6 +88,9 @@ func TestDeleteShutsTheGuestDown(t *testing.T) {
 	}
 	if domainExists(t, libvirtConn(t), domainName(m)) {
 		t.Error("the domain exists after DeleteMachine")
+	}
+	if _, err := os.Stat(qemuLog); !os.IsNotExist(err) {
+		t.Errorf("libvirt's log of the deleted domain %s is left behind (%v)", qemuLog, err)
 	}
 }
 
