@@ -132,9 +132,11 @@ func waitForEntropy() {
 // shutdown` and the libvirt driver's deletion send), read from the evdev
 // devices that the button and evdev modules provide, once loaded says
 // they are. It never fires if there are none, which it logs: the VM is
-// then destroyed at the end of its deletion's grace period. (Looking only
-// for a fixed while after pid 1 started missed the devices when a loaded
-// host made the module loading slower than that.)
+// then destroyed at the end of its deletion's grace period. Looking while
+// the modules loaded (as it once did, for 5 s from pid 1's start) could
+// miss the devices on a loaded host, or see the keyboard's before evdev
+// had made the power button's and watch only that one: in TestVMLifecycle
+// 1 of 6 deleted VMs then ignored the ACPI shutdown.
 func powerButton(ctx context.Context, loaded <-chan struct{}) <-chan struct{} {
 	pressed := make(chan struct{}, 1)
 	go func() {
