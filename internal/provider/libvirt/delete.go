@@ -21,9 +21,10 @@ const (
 
 // DeleteMachine shuts the Machine's domain down (ACPI, then destroy after
 // the class's shutdownGracePeriod), undefines it and deletes its volumes,
-// its console log and libvirt's own log of it. It waits for the guest only as long as the call's
-// deadline allows: if the grace period outlasts it, the call answers
-// Aborted and the next call carries on where it stopped.
+// its console log and libvirt's own log of it. It waits for the guest
+// only as long as the call's deadline allows: if the grace period
+// outlasts it, the call answers Aborted and the next call carries on
+// where it stopped.
 func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
 	cl, err := d.beginDelete(ctx, req.MachineClass, req.Machine)
 	if err != nil {
