@@ -60,6 +60,7 @@ func run(args []string) error {
 	fs.StringVar(&opts.StatePath, "state", "", "the state device (or file) keeping the node's credentials and version across reboots; empty: none (a reboot bootstraps again, in-place updates are refused)")
 	fs.IntVar(&opts.MaxPods, "max-pods", 0, "the Node's pods capacity (the agent runs no containers)")
 	fs.DurationVar(&opts.LeaseDuration, "node-lease-duration", 0, "the Node Lease's duration, renewed every quarter of it (default: the kubelet's 40s)")
+	rotate := fs.Bool("rotate-certificates", true, "renew the node's client certificate after 70-90% of its lifetime through a CSR made with it, as the kubelet's --rotate-certificates")
 	fs.DurationVar(&opts.StatusReportFrequency, "node-status-report-frequency", 0, "how often the Node's status is posted unchanged (default: the kubelet's 5m)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,6 +68,7 @@ func run(args []string) error {
 		}
 		return err
 	}
+	opts.NoCertificateRotation = !*rotate
 	if *userData == "" || *metaData == "" {
 		return errors.New("--user-data and --meta-data are required")
 	}

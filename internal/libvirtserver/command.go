@@ -18,6 +18,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "address of /healthz and /readyz (ready while libvirt answers); empty: off")
 	fs.StringVar(&o.DefaultURI, "default-uri", o.DefaultURI, "libvirt URI of the classes whose providerSpec names no uri")
 	fs.StringVar(&o.ConsoleDir, "console-dir", o.ConsoleDir, "directory on the libvirt host where each VM's serial console is logged")
+	fs.StringVar(&o.QEMULogDir, "qemu-log-dir", o.QEMULogDir, "libvirt's directory of per-domain QEMU logs on the libvirt host (qemu.conf's; the default is qemu:///system's), from which a deletion removes the domain's")
 	fs.DurationVar(&o.Reconnect, "reconnect", o.Reconnect, "how often an unreachable libvirt is tried again")
 	fs.DurationVar(&o.KVMProbeTimeout, "kvm-probe-timeout", o.KVMProbeTimeout, "how long the probe of domainType auto waits for a KVM guest to boot before deciding on qemu")
 }

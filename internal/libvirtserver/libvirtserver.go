@@ -36,6 +36,9 @@ type Options struct {
 	// ConsoleDir is where the VMs' serial consoles are logged, on the
 	// libvirt host.
 	ConsoleDir string
+	// QEMULogDir is libvirt's directory of per-domain QEMU logs on the
+	// libvirt host; a deletion removes the domain's.
+	QEMULogDir string
 	// Reconnect is how often an unreachable libvirt is tried again.
 	Reconnect time.Duration
 	// KVMProbeTimeout bounds the KVM probe of domainType auto.
@@ -49,6 +52,7 @@ func NewOptions() *Options {
 		HealthAddress:   "127.0.0.1:8091",
 		DefaultURI:      libvirt.DefaultURI,
 		ConsoleDir:      libvirt.DefaultConsoleDir,
+		QEMULogDir:      libvirt.DefaultQEMULogDir,
 		Reconnect:       5 * time.Second,
 		KVMProbeTimeout: libvirt.DefaultProbeTimeout,
 	}
@@ -60,7 +64,7 @@ func NewOptions() *Options {
 // Unavailable (Machines wait) until libvirt answers.
 func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	d := libvirt.New(libvirt.Options{
-		Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir,
+		Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir, QEMULogDir: o.QEMULogDir,
 		ProbeTimeout: o.KVMProbeTimeout, Logger: log,
 	})
 	defer d.Close()
@@ -114,6 +118,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ConsoleDir == "" {
 		c.Bad("console-dir", "must not be empty")
+	}
+	if o.QEMULogDir == "" {
+		c.Bad("qemu-log-dir", "must not be empty")
 	}
 	if o.Reconnect <= 0 {
 		c.Bad("reconnect", "must be a positive duration, got %s", o.Reconnect)

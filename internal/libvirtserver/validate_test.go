@@ -25,7 +25,7 @@ func TestValidateNamesEveryBadFlag(t *testing.T) {
 	if !errors.As(err, &usage) {
 		t.Fatalf("Validate: %v; want a usage error", err)
 	}
-	for _, flag := range []string{"endpoint", "health-address", "default-uri", "console-dir", "reconnect", "kvm-probe-timeout", "name", "log-level", "log-format"} {
+	for _, flag := range []string{"endpoint", "health-address", "default-uri", "console-dir", "qemu-log-dir", "reconnect", "kvm-probe-timeout", "name", "log-level", "log-format"} {
 		if !strings.Contains(err.Error(), "--"+flag+": ") {
 			t.Errorf("the error does not name --%s:\n%v", flag, err)
 		}

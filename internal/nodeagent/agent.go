@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +46,13 @@ type Options struct {
 	// Reboot restarts the machine for an in-place update; default
 	// RebootMachine. Only tests replace it.
 	Reboot func() error
+	// NoCertificateRotation turns off the renewal of the node's client
+	// certificate (RotateCertificates), which Run does by default as the
+	// kubelet does with --rotate-certificates.
+	NoCertificateRotation bool
+	// Clock runs the waits of the certificate rotation; default the real
+	// clock. Only tests replace it.
+	Clock clock.Clock
 	// Logf receives progress messages; default: none.
 	Logf func(format string, args ...any)
 }
@@ -68,6 +76,9 @@ func (o *Options) setDefaults() {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 }
 
 // Agent is a joined node: Join made it, Heartbeat keeps it alive.
@@ -75,9 +86,15 @@ type Agent struct {
 	cfg    JoinConfig
 	opts   Options
 	client kubernetes.Interface
-	node   *corev1.Node
+	// creds is the client certificate client presents; a rotation
+	// changes it.
+	creds *nodeCredentials
+	node  *corev1.Node
 	// state is what the state device holds (nil without one); version
-	// is the Kubernetes version reported as the kubeletVersion.
+	// is the Kubernetes version reported as the kubeletVersion. stateMu
+	// makes each change of the record (a rotation's credentials, an
+	// update's version) a whole read-modify-write.
+	stateMu sync.Mutex
 	state   *State
 	version string
 	// rebooting is set once an update reboots the machine: the Node was
@@ -102,13 +119,13 @@ func Run(ctx context.Context, cfg JoinConfig, opts Options) error {
 	if !retry(ctx, opts, "registration", func() error { return a.register(ctx) }) {
 		return nil
 	}
-	updates := make(chan struct{})
-	go func() {
-		defer close(updates)
-		a.WatchUpdates(ctx)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { a.WatchUpdates(ctx) })
+	if !opts.NoCertificateRotation {
+		wg.Go(func() { a.RotateCertificates(ctx) })
+	}
 	err := a.Heartbeat(ctx)
-	<-updates
+	wg.Wait()
 	return err
 }
 
@@ -154,8 +171,9 @@ func bootstrap(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error
 	if err != nil {
 		return nil, err
 	}
-	// A certificate about to expire is not reused: the agent does not
-	// rotate it.
+	// A certificate expiring within the hour is not reused (a renewal
+	// might not get through in time); one past its rotation deadline is,
+	// and RotateCertificates renews it at once.
 	rc, err := reuseCredentials(opts.CertDir, cfg, time.Now(), time.Hour)
 	if err != nil {
 		opts.Logf("not reusing the client certificate in %s: %v", opts.CertDir, err)
@@ -169,11 +187,11 @@ func bootstrap(ctx context.Context, cfg JoinConfig, opts Options) (*Agent, error
 		}
 		opts.Logf("client certificate for system:node:%s issued after %s", cfg.NodeName, time.Since(begin).Round(time.Millisecond))
 	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, creds, err := newNodeClient(cfg, rc.CertData, rc.KeyData)
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, opts: opts, client: client, state: st, version: KubeletVersion()}
+	a := &Agent{cfg: cfg, opts: opts, client: client, creds: creds, state: st, version: KubeletVersion()}
 	switch {
 	case st != nil && st.Version != "":
 		a.version = st.Version

@@ -54,6 +54,8 @@ func restoreState(cfg JoinConfig, opts Options) (*State, error) {
 // saveCredentials records the node's credentials on the state device, if
 // the agent has one and they are new, keeping the recorded version.
 func (a *Agent) saveCredentials(certPEM, keyPEM []byte) error {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
 	if a.opts.StatePath == "" || (a.state != nil && bytes.Equal(a.state.Certificate, certPEM) && bytes.Equal(a.state.Key, keyPEM)) {
 		return nil
 	}

@@ -108,19 +108,16 @@ func (a *Agent) handleUpdate(ctx context.Context, n *corev1.Node) error {
 		a.opts.Logf("in-place update to %q refused: %s", v, why)
 		return a.setUpdate(ctx, v1alpha1.NodeUpdateFailed, why)
 	}
-	if a.opts.StatePath == "" || a.state == nil {
+	if !a.hasState() {
 		return a.setUpdate(ctx, v1alpha1.NodeUpdateFailed, "the node has no state device: the version would not survive its reboot")
 	}
 	if err := a.setUpdate(ctx, v1alpha1.NodeUpdateInProgress, ""); err != nil {
 		return err
 	}
-	before := *a.state
-	next := before
-	next.Version = v
-	if err := WriteState(a.opts.StatePath, &next); err != nil {
+	before, err := a.recordVersion(v)
+	if err != nil {
 		return a.setUpdate(ctx, v1alpha1.NodeUpdateFailed, fmt.Sprintf("recording %s on the state device: %v", v, err))
 	}
-	a.state = &next
 	a.rebooting.Store(true)
 	if err := a.postStatus(ctx, false, "NodeAgentUpdating", fmt.Sprintf("millwright-node-agent is rebooting the machine into Kubernetes %s", v)); err != nil {
 		a.opts.Logf("posting NotReady before the reboot: %v", err)
@@ -129,10 +126,8 @@ func (a *Agent) handleUpdate(ctx context.Context, n *corev1.Node) error {
 	if err := a.opts.Reboot(); err != nil {
 		// Still running the old version: say so, and be Ready again.
 		a.rebooting.Store(false)
-		if werr := WriteState(a.opts.StatePath, &before); werr != nil {
+		if _, werr := a.recordVersion(before); werr != nil {
 			a.opts.Logf("restoring the state device after the failed reboot: %v", werr)
-		} else {
-			a.state = &before
 		}
 		if perr := a.postStatus(ctx, true, "KubeletReady", "millwright-node-agent is posting ready status (it runs no containers)"); perr != nil {
 			a.opts.Logf("posting Ready after the failed reboot: %v", perr)
@@ -162,4 +157,27 @@ func (a *Agent) setUpdate(ctx context.Context, phase, message string) error {
 		return fmt.Errorf("labelling Node %s %s=%s: %w", a.cfg.NodeName, v1alpha1.NodeUpdateLabel, phase, err)
 	}
 	return nil
+}
+
+// recordVersion records v as the node's version on the state device,
+// keeping the rest of the record (a certificate rotated meanwhile
+// included), and returns the version recorded before.
+func (a *Agent) recordVersion(v string) (string, error) {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	next := *a.state
+	next.Version = v
+	if err := WriteState(a.opts.StatePath, &next); err != nil {
+		return "", err
+	}
+	before := a.state.Version
+	a.state = &next
+	return before, nil
+}
+
+// hasState reports whether the agent keeps a state record.
+func (a *Agent) hasState() bool {
+	a.stateMu.Lock()
+	defer a.stateMu.Unlock()
+	return a.opts.StatePath != "" && a.state != nil
 }

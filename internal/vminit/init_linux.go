@@ -57,12 +57,13 @@ func run(childArgs func(seedDir string) []string) error {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPWR)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	modulesLoaded := make(chan struct{})
 	go func() {
 		defer func() { logPanic(recover()) }()
 		select {
 		case s := <-stop:
 			Logf("%v: stopping", s)
-		case <-powerButton(ctx):
+		case <-powerButton(ctx, modulesLoaded):
 			Logf("ACPI power button: stopping")
 		case <-ctx.Done():
 			return
@@ -73,6 +74,7 @@ func run(childArgs func(seedDir string) []string) error {
 	if err := loadModules(Logf); err != nil {
 		return err
 	}
+	close(modulesLoaded)
 	dev, err := mountSeed(ctx, deviceTimeout)
 	if err != nil {
 		return err
@@ -127,20 +129,37 @@ func waitForEntropy() {
 }
 
 // powerButton reports a press of the ACPI power button (what `virsh
-// shutdown` sends), read from the evdev devices that the button and evdev
-// modules provide. It never fires if there are none.
-func powerButton(ctx context.Context) <-chan struct{} {
+// shutdown` and the libvirt driver's deletion send), read from the evdev
+// devices that the button and evdev modules provide, once loaded says
+// they are. It never fires if there are none, which it logs: the VM is
+// then destroyed at the end of its deletion's grace period. Looking while
+// the modules loaded (as it once did, for 5 s from pid 1's start) could
+// miss the devices on a loaded host, or see the keyboard's before evdev
+// had made the power button's and watch only that one: in TestVMLifecycle
+// 1 of 6 deleted VMs then ignored the ACPI shutdown.
+func powerButton(ctx context.Context, loaded <-chan struct{}) <-chan struct{} {
 	pressed := make(chan struct{}, 1)
 	go func() {
 		defer func() { logPanic(recover()) }()
+		select {
+		case <-loaded:
+		case <-ctx.Done():
+			return
+		}
 		var devs []string
-		// The modules are loaded a moment after this starts.
+		// The input devices appear as the modules probe, a moment after
+		// they are loaded at most.
 		for range 50 {
 			if devs, _ = filepath.Glob("/dev/input/event*"); len(devs) > 0 || ctx.Err() != nil {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+		if len(devs) == 0 {
+			Logf("no input device: the ACPI power button is not watched")
+			return
+		}
+		Logf("watching %d input devices for the ACPI power button", len(devs))
 		for _, d := range devs {
 			go watchKeys(d, pressed)
 		}

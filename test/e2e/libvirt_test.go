@@ -135,7 +135,7 @@ func (w *vmWorld) driverReadyz() (int, string, error) {
 // given, on QEMU's user-mode network without restrict (so the guest
 // reaches the API server on the host's loopback at vmHostIP).
 func (w *vmWorld) vmSpec(memory string) string {
-	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"10s","network":{"user":{}}}`,
+	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"30s","network":{"user":{}}}`,
 		memory, w.kernel, w.initramfs, w.pool)
 }
 
@@ -353,4 +353,29 @@ func (w *vmWorld) undefine(name string) {
 	if dom, err := w.l.DomainLookupByName(name); err == nil {
 		_ = w.l.DomainUndefine(dom)
 	}
+}
+
+// shutdowns reads the deletions' outcome from the log of the driver
+// process named driver: how many ACPI shutdowns it asked, the seconds
+// each guest took to power itself off, and how many it destroyed after
+// the grace period (internal/provider/libvirt's log lines).
+func (w *vmWorld) shutdowns(t *testing.T, driver string) (asked int, shutDown []float64, destroyed int) {
+	t.Helper()
+	out, err := os.ReadFile(cluster.LogPath(driver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.Contains(line, "asked the guest to shut down"):
+			asked++
+		case strings.Contains(line, "the guest shut down after the ACPI shutdown"):
+			_, after, _ := strings.Cut(line, " seconds=")
+			secs, _ := strconv.ParseFloat(strings.Fields(after + " ")[0], 64)
+			shutDown = append(shutDown, secs)
+		case strings.Contains(line, "did not shut down within the grace period"):
+			destroyed++
+		}
+	}
+	return asked, shutDown, destroyed
 }

@@ -123,6 +123,15 @@ func TestVMLifecycle(t *testing.T) {
 	s.waitFleet(0, "large", 5*time.Minute)
 	s.waitNothingLeft()
 	rec.verify()
+
+	// Every VM deleted while running (the rolling update's and the scale
+	// to 0's) answered the driver's ACPI shutdown: its agent stopped and
+	// powered it off before the grace period, and none was destroyed.
+	asked, shutDown, destroyed := s.vm.shutdowns(t, s.driver)
+	t.Logf("deletions: %d ACPI shutdowns asked, %d guests powered off by themselves (seconds: %v), %d destroyed after the grace period", asked, len(shutDown), shutDown, destroyed)
+	if asked < 2*replicas || len(shutDown) != asked || destroyed != 0 {
+		t.Errorf("%d ACPI shutdowns asked (want at least %d), %d guests powered off, %d destroyed: every running VM deleted should power itself off", asked, 2*replicas, len(shutDown), destroyed)
+	}
 }
 
 // vmMachineSpec is the spec of Machines of a libvirt class whose bootstrap

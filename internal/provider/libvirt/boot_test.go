@@ -28,19 +28,28 @@ func testKernel(t testing.TB) string {
 	if k == "" {
 		k = repoFile(t, "bin/vm/vmlinuz")
 	}
-	data, err := os.ReadFile(k)
-	if err != nil {
+	if _, err := os.Stat(k); err != nil {
 		t.Fatalf("no kernel to boot (%v): run `make tools`, or set %s to a Linux kernel image", err, kernelEnv)
 	}
-	// QEMU runs as libvirt's unprivileged user: it boots a copy in the
-	// fixture's directory, which it can reach wherever the repository is.
-	// Written once, to a name of its own per source, renamed into place: a
-	// VM booting meanwhile never reads a half-written file.
-	copied := filepath.Join(fixture.dir, fmt.Sprintf("vmlinuz-%x", sha256.Sum256([]byte(k))))
+	return qemuReadable(t, k, "vmlinuz")
+}
+
+// qemuReadable returns a copy of the file src in the fixture's directory.
+// QEMU runs as libvirt's unprivileged user: it boots a copy there, which
+// it can reach wherever the repository is. Written once, to a name of its
+// own per source, renamed into place: a VM booting meanwhile never reads
+// a half-written file.
+func qemuReadable(t testing.TB, src, prefix string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(fixture.dir, fmt.Sprintf("%s-%x", prefix, sha256.Sum256([]byte(src))))
 	if _, err := os.Stat(copied); err == nil {
 		return copied
 	}
-	tmp, err := os.CreateTemp(fixture.dir, "vmlinuz-*")
+	tmp, err := os.CreateTemp(fixture.dir, prefix+"-*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,11 @@ const (
 )
 
 // DeleteMachine shuts the Machine's domain down (ACPI, then destroy after
-// the class's shutdownGracePeriod), undefines it and deletes its volumes
-// and console log. It waits for the guest only as long as the call's
-// deadline allows: if the grace period outlasts it, the call answers
-// Aborted and the next call carries on where it stopped.
+// the class's shutdownGracePeriod), undefines it and deletes its volumes,
+// its console log and libvirt's own log of it. It waits for the guest
+// only as long as the call's deadline allows: if the grace period
+// outlasts it, the call answers Aborted and the next call carries on
+// where it stopped.
 func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
 	cl, err := d.beginDelete(ctx, req.MachineClass, req.Machine)
 	if err != nil {
@@ -42,16 +43,13 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 	volumes := []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: stateVolume(name)}, {Pool: s.Pool, Name: diskVolume(name)}}
 	console := ConsoleLog(d.opts.ConsoleDir, name)
 	if f != nil {
-		if err := d.powerOff(ctx, c, f.dom, s.shutdownGrace); err != nil {
+		if err := d.powerOff(ctx, c, f, s.shutdownGrace); err != nil {
 			return nil, err
 		}
 		err := c.l.DomainUndefineFlags(f.dom, golibvirt.DomainUndefineManagedSave|golibvirt.DomainUndefineSnapshotsMetadata|golibvirt.DomainUndefineNvram)
 		if err != nil && !isCode(err, golibvirt.ErrNoDomain) {
 			return nil, c.errorf(err, "undefining domain %s", name)
 		}
-		d.mu.Lock()
-		delete(d.shutdowns, name)
-		d.mu.Unlock()
 		volumes = append(f.meta.Volumes, volumes...)
 		console = f.meta.ConsoleLog
 	}
@@ -69,15 +67,25 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 			return nil, err
 		}
 	}
-	if err := os.Remove(console); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		d.opts.Logger.Warn("could not remove a deleted VM's console log", "path", console, "err", err)
+	// The logs are on the libvirt host: removed where the driver runs there.
+	for _, log := range []string{console, QEMULog(d.opts.QEMULogDir, name)} {
+		if err := os.Remove(log); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.opts.Logger.Warn("could not remove a deleted VM's log", "path", log, "err", err)
+		}
 	}
 	return &driver.DeleteMachineResponse{}, nil
 }
 
-// powerOff stops a running domain: an ACPI shutdown first, destroyed once
-// grace has passed since the first deletion call asked for it.
-func (d *Driver) powerOff(ctx context.Context, c *conn, dom golibvirt.Domain, grace time.Duration) error {
+// powerOff stops a running domain: an ACPI shutdown first (the power
+// button, which the node agent answers by stopping and powering off), then
+// a destroy once grace has passed since the first deletion call asked for
+// it. That time is kept in the domain's metadata, so the grace period is
+// counted once across calls, driver restarts and driver instances; a call
+// whose deadline comes first answers Aborted (retried). The button is
+// pressed before the time is recorded: a driver stopped in between presses
+// it again on the next call, which a guest shutting down ignores.
+func (d *Driver) powerOff(ctx context.Context, c *conn, f *found, grace time.Duration) error {
+	dom := f.dom
 	active, err := c.l.DomainIsActive(dom)
 	if err != nil {
 		return c.errorf(err, "domain %s", dom.Name)
@@ -85,38 +93,59 @@ func (d *Driver) powerOff(ctx context.Context, c *conn, dom golibvirt.Domain, gr
 	if active == 0 {
 		return nil
 	}
-	d.mu.Lock()
-	asked, ok := d.shutdowns[dom.Name]
-	if !ok {
-		asked = time.Now()
-		d.shutdowns[dom.Name] = asked
-	}
-	d.mu.Unlock()
-	if grace > 0 && !ok {
-		// A guest without ACPI support ignores it; the destroy follows.
-		if err := c.l.DomainShutdownFlags(dom, golibvirt.DomainShutdownAcpiPowerBtn); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
-			d.opts.Logger.Warn("ACPI shutdown failed; the domain is destroyed after the grace period", "domain", dom.Name, "err", err)
+	if grace > 0 {
+		asked, err := d.askShutdown(c, f, grace)
+		if err != nil {
+			return err
 		}
-	}
-	deadline := asked.Add(grace)
-	for time.Now().Before(deadline) {
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < replyMargin+shutdownPoll {
-			return driver.Errorf(driver.Aborted, "domain %s is shutting down (grace period until %s); the deletion goes on at the next call", dom.Name, deadline.Format(time.RFC3339))
+		deadline := asked.Add(grace)
+		for time.Now().Before(deadline) {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < replyMargin+shutdownPoll {
+				return driver.Errorf(driver.Aborted, "domain %s is shutting down (grace period until %s); the deletion goes on at the next call", dom.Name, deadline.Format(time.RFC3339))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(shutdownPoll):
+			}
+			if active, err = c.l.DomainIsActive(dom); err != nil {
+				return c.errorf(err, "domain %s", dom.Name)
+			}
+			if active == 0 {
+				d.opts.Logger.Info("the guest shut down after the ACPI shutdown", "domain", dom.Name,
+					"seconds", time.Since(asked).Round(time.Millisecond).Seconds())
+				return nil
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(shutdownPoll):
-		}
-		if active, err = c.l.DomainIsActive(dom); err != nil {
-			return c.errorf(err, "domain %s", dom.Name)
-		}
-		if active == 0 {
-			return nil
-		}
+		d.opts.Logger.Info("the guest did not shut down within the grace period: destroying it", "domain", dom.Name, "grace", grace)
 	}
 	if err := c.l.DomainDestroyFlags(dom, golibvirt.DomainDestroyDefault); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
 		return c.errorf(err, "destroying domain %s", dom.Name)
 	}
 	return nil
+}
+
+// askShutdown returns when the guest was first asked to shut down,
+// pressing its ACPI power button and recording the time in the domain's
+// metadata if no deletion did before.
+func (d *Driver) askShutdown(c *conn, f *found, grace time.Duration) (time.Time, error) {
+	if f.meta.ShutdownRequested != "" {
+		asked, err := time.Parse(time.RFC3339Nano, f.meta.ShutdownRequested)
+		if err == nil {
+			return asked, nil
+		}
+		d.opts.Logger.Warn("unreadable shutdown time in a domain's metadata; asking again", "domain", f.dom.Name, "value", f.meta.ShutdownRequested)
+	}
+	// A guest without ACPI support ignores it; the destroy follows.
+	if err := c.l.DomainShutdownFlags(f.dom, golibvirt.DomainShutdownAcpiPowerBtn); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+		d.opts.Logger.Warn("ACPI shutdown failed; the domain is destroyed after the grace period", "domain", f.dom.Name, "err", err)
+	}
+	asked := time.Now()
+	meta := *f.meta
+	meta.ShutdownRequested = asked.UTC().Format(time.RFC3339Nano)
+	if err := c.setMeta(f, &meta, "recording the shutdown request of"); err != nil {
+		return time.Time{}, err
+	}
+	d.opts.Logger.Info("asked the guest to shut down (ACPI power button)", "domain", f.dom.Name, "grace", grace)
+	return asked, nil
 }

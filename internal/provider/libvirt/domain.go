@@ -41,6 +41,11 @@ type Meta struct {
 	// restarts (the reason reads "unknown", as for a domain never started):
 	// this tells a VM that ran and stopped from one a create left defined.
 	Started string `xml:"started,omitempty"`
+	// ShutdownRequested is when a deletion first asked the running guest
+	// to shut down (RFC 3339, the driver's clock), empty before. The grace
+	// period counts from it across deletion calls and driver restarts: a
+	// later call destroys the domain once it is over, never waits anew.
+	ShutdownRequested string `xml:"shutdownRequested,omitempty"`
 }
 
 // MetaVolume names a volume of a pool.
@@ -94,6 +99,10 @@ const stateVolumeSize = 1 << 20
 // ConsoleLog is where the serial console of domain is written in dir (the
 // driver's --console-dir), on the libvirt host.
 func ConsoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-console.log") }
+
+// QEMULog is libvirt's own log of domain in dir (the driver's
+// --qemu-log-dir), on the libvirt host.
+func QEMULog(dir, domain string) string { return filepath.Join(dir, domain+".log") }
 
 // userNetID names the user-mode netdev passed to QEMU directly.
 const userNetID = "mwnet0"

@@ -29,6 +29,11 @@ const Version = "v0.1.0"
 // libvirt's own QEMU log directory, which virtlogd writes to.
 const DefaultConsoleDir = "/var/log/libvirt/qemu"
 
+// DefaultQEMULogDir is where libvirt's QEMU driver keeps each domain's own
+// log (<dir>/<domain>.log: QEMU's command line, its errors, when it
+// stopped) on a host where libvirtd runs as root, qemu:///system.
+const DefaultQEMULogDir = "/var/log/libvirt/qemu"
+
 // consoleTailLines is how much of the console an error message quotes.
 const consoleTailLines = 20
 
@@ -46,6 +51,10 @@ type Options struct {
 	// ConsoleDir is where each VM's serial console is logged; default
 	// DefaultConsoleDir. It is a directory on the libvirt host.
 	ConsoleDir string
+	// QEMULogDir is libvirt's directory of per-domain QEMU logs on the
+	// libvirt host, from which a deletion removes the domain's; default
+	// DefaultQEMULogDir.
+	QEMULogDir string
 	// Logger logs the connection's ups and downs; default slog.Default().
 	Logger *slog.Logger
 	// ProbeTimeout bounds the KVM probe of domainType auto; default
@@ -64,9 +73,6 @@ type Driver struct {
 	locks map[string]*sync.Mutex // per domain: one operation at a time
 	// naming serializes the choice of Node names between creates.
 	naming sync.Mutex
-	// shutdowns remembers when a deletion asked a domain to shut down, so
-	// the next call destroys it once the grace period is over.
-	shutdowns map[string]time.Time
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -83,13 +89,16 @@ func New(o Options) *Driver {
 	if o.ConsoleDir == "" {
 		o.ConsoleDir = DefaultConsoleDir
 	}
+	if o.QEMULogDir == "" {
+		o.QEMULogDir = DefaultQEMULogDir
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.ProbeTimeout == 0 {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}
-	return &Driver{opts: o, locks: map[string]*sync.Mutex{}, shutdowns: map[string]time.Time{}}
+	return &Driver{opts: o, locks: map[string]*sync.Mutex{}}
 }
 
 // Close disconnects from every libvirt daemon.
@@ -428,15 +437,21 @@ func (c *conn) recordStart(f *found) error {
 	}
 	meta := *f.meta
 	meta.Started = time.Now().UTC().Format(time.RFC3339)
-	x, err := metaXML(&meta)
+	return c.setMeta(f, &meta, "recording the start of")
+}
+
+// setMeta replaces the domain's Millwright metadata in its persistent
+// definition, where the next call of any driver instance reads it.
+func (c *conn) setMeta(f *found, meta *Meta, what string) error {
+	x, err := metaXML(meta)
 	if err != nil {
 		return driver.Errorf(driver.Internal, "domain %s metadata: %v", f.dom.Name, err)
 	}
 	if err := c.l.DomainSetMetadata(f.dom, int32(golibvirt.DomainMetadataElement), golibvirt.OptString{x},
 		golibvirt.OptString{"millwright"}, golibvirt.OptString{MetadataNamespace}, golibvirt.DomainAffectConfig); err != nil {
-		return c.errorf(err, "recording the start of domain %s", f.dom.Name)
+		return c.errorf(err, "%s domain %s", what, f.dom.Name)
 	}
-	f.meta = &meta
+	f.meta = meta
 	return nil
 }
 

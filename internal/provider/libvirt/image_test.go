@@ -155,3 +155,55 @@ func TestNamedNetwork(t *testing.T) {
 		t.Errorf("a VM on a libvirt network also got QEMU arguments: %+v", def.QEMUCommandline)
 	}
 }
+
+// TestDeleteGracePeriodSurvivesADriverRestart checks the grace period is
+// counted from the first deletion call's shutdown request, which the
+// domain's metadata keeps: a driver started afresh, called once that
+// period is over, destroys the domain at once instead of asking the guest
+// again and waiting a new grace period (SeaBIOS ignores the ACPI shutdown).
+func TestDeleteGracePeriodSurvivesADriverRestart(t *testing.T) {
+	l := libvirtConn(t)
+	cl := class("restart", fmt.Sprintf(`{"memory":"128Mi","image":%q,"pool":%q,"shutdownGracePeriod":"10m"}`, fixture.image, fixture.pool))
+	m := machine("restart")
+	req := &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}
+	first := newDriver(t)
+	t.Cleanup(func() {
+		_, _ = first.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: class("restart", imageSpec())})
+	})
+	if _, err := first.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
+		t.Fatal(err)
+	}
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		t.Cleanup(cancel)
+		return c
+	}
+	if _, err := first.DeleteMachine(short(), req); driver.CodeOf(err) != driver.Aborted {
+		t.Fatalf("DeleteMachine within the grace period: %v; want Aborted", err)
+	}
+	c, err := dial(DefaultURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.l.Disconnect()
+	f, err := c.lookup(domainName(m))
+	if err != nil || f == nil {
+		t.Fatalf("the domain after the first deletion call: %v, %v", f, err)
+	}
+	asked, err := time.Parse(time.RFC3339Nano, f.meta.ShutdownRequested)
+	if err != nil {
+		t.Fatalf("the domain's metadata does not record the shutdown request: %v", err)
+	}
+	// The grace period is over, as if the driver had been down for it.
+	meta := *f.meta
+	meta.ShutdownRequested = asked.Add(-10 * time.Minute).Format(time.RFC3339Nano)
+	if err := c.setMeta(f, &meta, "test: ageing the shutdown request of"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newDriver(t).DeleteMachine(short(), req); err != nil {
+		t.Fatalf("DeleteMachine by a restarted driver after the grace period: %v; want the domain destroyed", err)
+	}
+	if domainExists(t, l, domainName(m)) {
+		t.Fatal("the domain exists after DeleteMachine")
+	}
+}

@@ -144,6 +144,7 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 	name := fmt.Sprintf("%s%d", probePrefix, time.Now().UnixNano())
 	log := ConsoleLog(d.opts.ConsoleDir, name)
 	defer os.Remove(log)
+	defer os.Remove(QEMULog(d.opts.QEMULogDir, name))
 	x, err := probeXML(name, kernel, log)
 	if err != nil {
 		return Verdict{}, err
