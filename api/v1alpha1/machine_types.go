@@ -163,6 +163,12 @@ const (
 	// while it runs, True once it succeeded, False when it failed or the
 	// driver refused it (the reason says which).
 	InPlaceUpdateCondition = "InPlaceUpdate"
+	// CreateQueuedCondition: set only on a Machine
+	// whose create had to wait for a slot of its class's
+	// spec.maxConcurrentCreates: True while it waits (its creation timeout
+	// does not run), False once its create started (the timeout counts
+	// from then).
+	CreateQueuedCondition = "CreateQueued"
 )
 
 // Reasons of the Preserved condition.

@@ -176,13 +176,6 @@ const (
 	// InUseCondition is True while Machines, MachineSets or
 	// MachineDeployments reference the class.
 	InUseCondition = "InUse"
-
-	// CreateQueuedCondition is a Machine's condition, set only on a Machine
-	// whose create had to wait for a slot of its class's
-	// spec.maxConcurrentCreates: True while it waits (its creation timeout
-	// does not run), False once its create started (the timeout counts
-	// from then).
-	CreateQueuedCondition = "CreateQueued"
 )
 
 // MachineClass is a reusable description of VMs for one driver: the driver's
