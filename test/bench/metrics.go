@@ -143,7 +143,9 @@ func (e *env) readCounters(ctx context.Context) (counters, error) {
 	return c, err
 }
 
-// apiServerWrites reads apiserver_request_total's writes by resource.
+// apiServerWrites reads apiserver_request_total's writes by resource, and
+// under "resource[/subresource] VERB 409" those answered Conflict (see
+// conflictSuffix).
 func (e *env) apiServerWrites(ctx context.Context) (map[string]float64, error) {
 	data, err := e.clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -160,9 +162,17 @@ func (e *env) apiServerWrites(ctx context.Context) (map[string]float64, error) {
 			key += "/" + sub
 		}
 		w[key+" "+l.labels["verb"]] += l.value
+		if l.labels["code"] == "409" {
+			w[key+" "+l.labels["verb"]+conflictSuffix] += l.value
+		}
 	}
 	return w, nil
 }
+
+// conflictSuffix marks, in apiServerWrites' keys, the writes the API
+// server refused with a Conflict (a resourceVersion precondition lost):
+// each one is a write some controller must make again.
+const conflictSuffix = " 409"
 
 // apiWriteVerbs are the API server's verbs that write.
 var apiWriteVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}

@@ -34,6 +34,9 @@ type result struct {
 	// all clients (manager, sim, kwok, kube-controller-manager, scheduler),
 	// by "resource[/subresource] VERB".
 	APIServerWrites map[string]float64 `json:"apiserver_writes,omitempty"`
+	// APIServerConflicts are those of APIServerWrites the API server
+	// answered 409 Conflict: refused, and so written again.
+	APIServerConflicts map[string]float64 `json:"apiserver_conflicts,omitempty"`
 	// QPS and Burst are the client limits of the manager, the sim and the floor.
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
