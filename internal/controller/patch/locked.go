@@ -1,0 +1,218 @@
+package patch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PatchObjectLocked is PatchObject for a decision that must not be written
+// over a change it has not seen (a set's replicas decided from a view of
+// the set, a rollback's template): it is written only if, on the API
+// server,
+//
+//   - the object is still the one read (uid) and its generation is still
+//     the snapshot's, that is, nobody changed its spec since; and
+//   - each label and annotation it changes still has the snapshot's
+//     value (a finalizer or owner-reference change carries the
+//     resourceVersion, as everywhere in this package).
+//
+// A status write, or another writer's label or annotation, since the
+// snapshot does not refuse it: the whole-object resourceVersion lock did,
+// and a MachineSet's own status writes made most of its deployment's
+// writes to it fail. It is sent as a JSON patch (RFC 6902) whose "test"
+// operations are those preconditions, applied by the API server in one
+// step; a failed test is returned as a Conflict, so callers decide again
+// from a fresh read as for a resourceVersion conflict. A kind without a
+// generation is locked on its resourceVersion. docs/architecture.md
+// ("Writing objects") says why.
+func (h *Helper) PatchObjectLocked(ctx context.Context, obj client.Object) error {
+	if unchanged(h.base, obj, "ObjectMeta", "Spec") {
+		return nil
+	}
+	diff, err := h.diff(obj)
+	if err != nil {
+		return err
+	}
+	delete(diff, "status")
+	if md, ok := diff["metadata"].(map[string]any); ok {
+		delete(md, "resourceVersion") // a refreshed read, not a change (see patchObject)
+		if len(md) == 0 {
+			delete(diff, "metadata")
+		}
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	ops, err := h.lockedOps(obj, diff)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	out := obj.DeepCopyObject().(client.Object)
+	if err := h.c.Patch(ctx, out, client.RawPatch(types.JSONPatchType, data)); err != nil {
+		if failedTest(err) {
+			return apierrors.NewConflict(schema.GroupResource{}, obj.GetName(),
+				fmt.Errorf("changed since it was read: %w", err))
+		}
+		return err
+	}
+	h.wroteObject(obj, out)
+	return nil
+}
+
+// jsonOp is one RFC 6902 operation.
+type jsonOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// lockedOps turns diff, the merge patch from the snapshot to obj, into
+// PatchObjectLocked's operations: the preconditions first, then the
+// changes.
+func (h *Helper) lockedOps(obj client.Object, diff map[string]any) ([]any, error) {
+	var base map[string]any
+	data, err := json.Marshal(h.base)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &base); err != nil {
+		return nil, err
+	}
+	baseMeta, _ := base["metadata"].(map[string]any)
+	ops := []any{test("/metadata/uid", string(h.base.GetUID()))}
+	md, _ := diff["metadata"].(map[string]any)
+	_, fin := md["finalizers"]
+	_, own := md["ownerReferences"]
+	if g := h.base.GetGeneration(); g > 0 && !fin && !own {
+		ops = append(ops, test("/metadata/generation", g))
+	} else {
+		ops = append(ops, test("/metadata/resourceVersion", h.base.GetResourceVersion()))
+	}
+	var changes []any
+	for _, k := range slices.Sorted(maps.Keys(md)) {
+		p := "/metadata/" + pointerEscape(k)
+		was, had := baseMeta[k]
+		change, isMap := md[k].(map[string]any)
+		wasMap, _ := was.(map[string]any)
+		if isMap && had && len(wasMap) > 0 {
+			// Labels, annotations: key by key, each on the value read.
+			for _, key := range slices.Sorted(maps.Keys(change)) {
+				kp := p + "/" + pointerEscape(key)
+				old, present := wasMap[key]
+				ops = append(ops, test(kp, old))
+				if change[key] == nil {
+					if present {
+						changes = append(changes, jsonOp{Op: "remove", Path: kp})
+					}
+					continue
+				}
+				changes = append(changes, add(kp, change[key]))
+			}
+			continue
+		}
+		ops = append(ops, test(p, was))
+		if md[k] == nil {
+			if had {
+				changes = append(changes, jsonOp{Op: "remove", Path: p})
+			}
+			continue
+		}
+		changes = append(changes, add(p, md[k]))
+	}
+	// Everything else is under the generation test: the server has what
+	// the snapshot has, so the new value is written whole.
+	current, err := toMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(diff)) {
+		if k == "metadata" {
+			continue
+		}
+		if v, ok := current[k]; ok && v != nil {
+			changes = append(changes, add("/"+pointerEscape(k), v))
+		} else if _, had := base[k]; had {
+			changes = append(changes, jsonOp{Op: "remove", Path: "/" + pointerEscape(k)})
+		}
+	}
+	return append(ops, changes...), nil
+}
+
+func toMap(obj client.Object) (map[string]any, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(data, &m)
+}
+
+// test is a "test" operation; a nil value tests that the path is absent
+// (or null), which RFC 6902 leaves to the implementation and the API
+// server's json-patch accepts.
+func test(path string, value any) map[string]any {
+	return map[string]any{"op": "test", "path": path, "value": value}
+}
+
+// add sets path to value; a null inside value is dropped, as a merge patch
+// would not write it either.
+func add(path string, value any) jsonOp {
+	return jsonOp{Op: "add", Path: path, Value: dropNulls(value)}
+}
+
+func dropNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			if x != nil {
+				out[k] = dropNulls(x)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = dropNulls(x)
+		}
+		return out
+	}
+	return v
+}
+
+// pointerEscape escapes a key for a JSON pointer (RFC 6901).
+func pointerEscape(k string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+}
+
+// failedTest reports whether the API server refused a JSON patch because
+// it did not apply to the object as it is now: a "test" failed (or a path
+// the snapshot has is gone, which only a change since can do). The API
+// server answers that with a bare 422 Invalid — the json-patch message is
+// not passed on — while a validation failure always names its fields
+// (causes).
+func failedTest(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	return s.Code == http.StatusUnprocessableEntity && s.Reason == metav1.StatusReasonInvalid &&
+		(s.Details == nil || len(s.Details.Causes) == 0)
+}
