@@ -35,8 +35,10 @@ import (
 // operations are those preconditions, applied by the API server in one
 // step; a failed test is returned as a Conflict, so callers decide again
 // from a fresh read as for a resourceVersion conflict. A kind without a
-// generation is locked on its resourceVersion. docs/architecture.md
-// ("Writing objects") says why.
+// generation (a Node) is locked field by field instead: each spec field
+// it changes (a Node's taints) on its value read, so a kubelet's status
+// writes do not refuse it either. docs/architecture.md ("Writing
+// objects") says why.
 func (h *Helper) PatchObjectLocked(ctx context.Context, obj client.Object) error {
 	if unchanged(h.base, obj, "ObjectMeta", "Spec") {
 		return nil
@@ -94,57 +96,38 @@ func (h *Helper) lockedOps(obj client.Object, diff map[string]any) ([]any, error
 	if err := json.Unmarshal(data, &base); err != nil {
 		return nil, err
 	}
-	baseMeta, _ := base["metadata"].(map[string]any)
-	ops := []any{test("/metadata/uid", string(h.base.GetUID()))}
-	md, _ := diff["metadata"].(map[string]any)
-	_, fin := md["finalizers"]
-	_, own := md["ownerReferences"]
-	if g := h.base.GetGeneration(); g > 0 && !fin && !own {
-		ops = append(ops, test("/metadata/generation", g))
-	} else {
-		ops = append(ops, test("/metadata/resourceVersion", h.base.GetResourceVersion()))
-	}
-	var changes []any
-	for _, k := range slices.Sorted(maps.Keys(md)) {
-		p := "/metadata/" + pointerEscape(k)
-		was, had := baseMeta[k]
-		change, isMap := md[k].(map[string]any)
-		wasMap, _ := was.(map[string]any)
-		if isMap && had && len(wasMap) > 0 {
-			// Labels, annotations: key by key, each on the value read.
-			for _, key := range slices.Sorted(maps.Keys(change)) {
-				kp := p + "/" + pointerEscape(key)
-				old, present := wasMap[key]
-				ops = append(ops, test(kp, old))
-				if change[key] == nil {
-					if present {
-						changes = append(changes, jsonOp{Op: "remove", Path: kp})
-					}
-					continue
-				}
-				changes = append(changes, add(kp, change[key]))
-			}
-			continue
-		}
-		ops = append(ops, test(p, was))
-		if md[k] == nil {
-			if had {
-				changes = append(changes, jsonOp{Op: "remove", Path: p})
-			}
-			continue
-		}
-		changes = append(changes, add(p, md[k]))
-	}
-	// Everything else is under the generation test: the server has what
-	// the snapshot has, so the new value is written whole.
 	current, err := toMap(obj)
 	if err != nil {
 		return nil, err
 	}
+	ops := []any{test("/metadata/uid", string(h.base.GetUID()))}
+	md, _ := diff["metadata"].(map[string]any)
+	_, fin := md["finalizers"]
+	_, own := md["ownerReferences"]
+	generation := h.base.GetGeneration()
+	switch {
+	case fin || own:
+		ops = append(ops, test("/metadata/resourceVersion", h.base.GetResourceVersion()))
+	case generation > 0:
+		ops = append(ops, test("/metadata/generation", generation))
+	}
+	var changes []any
 	for _, k := range slices.Sorted(maps.Keys(diff)) {
-		if k == "metadata" {
+		was, _ := base[k].(map[string]any)
+		change, isMap := diff[k].(map[string]any)
+		switch {
+		case k == "metadata" || (generation == 0 && isMap && len(was) > 0):
+			// Field by field, each on the value read.
+			t, c := fieldOps("/"+pointerEscape(k), change, was)
+			ops, changes = append(ops, t...), append(changes, c...)
+			continue
+		case generation == 0:
+			t, c := memberOps("/"+pointerEscape(k), current[k], base[k])
+			ops, changes = append(ops, t), append(changes, c...)
 			continue
 		}
+		// Under the generation test: the server has what the snapshot
+		// has, so the new value is written whole.
 		if v, ok := current[k]; ok && v != nil {
 			changes = append(changes, add("/"+pointerEscape(k), v))
 		} else if _, had := base[k]; had {
@@ -152,6 +135,41 @@ func (h *Helper) lockedOps(obj client.Object, diff map[string]any) ([]any, error
 		}
 	}
 	return append(ops, changes...), nil
+}
+
+// fieldOps are the tests and changes of one object field (metadata, or
+// the spec of a kind without a generation) at path p, from its merge
+// patch and its value read: each changed member on its value read, a
+// map with members read (labels, annotations) key by key.
+func fieldOps(p string, diff, was map[string]any) (tests, changes []any) {
+	for _, k := range slices.Sorted(maps.Keys(diff)) {
+		kp := p + "/" + pointerEscape(k)
+		change, isMap := diff[k].(map[string]any)
+		oldMap, _ := was[k].(map[string]any)
+		if isMap && len(oldMap) > 0 {
+			for _, key := range slices.Sorted(maps.Keys(change)) {
+				t, c := memberOps(kp+"/"+pointerEscape(key), change[key], oldMap[key])
+				tests, changes = append(tests, t), append(changes, c...)
+			}
+			continue
+		}
+		t, c := memberOps(kp, diff[k], was[k])
+		tests, changes = append(tests, t), append(changes, c...)
+	}
+	return tests, changes
+}
+
+// memberOps tests that the member at path p is still old (nil: absent)
+// and sets it to v (nil: removes it).
+func memberOps(p string, v, old any) (any, []any) {
+	t := test(p, old)
+	switch {
+	case v != nil:
+		return t, []any{add(p, v)}
+	case old != nil:
+		return t, []any{jsonOp{Op: "remove", Path: p}}
+	}
+	return t, nil
 }
 
 func toMap(obj client.Object) (map[string]any, error) {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -328,5 +329,56 @@ func TestLockedObjectPatchRefusesAnAnnotationChangedSinceRead(t *testing.T) {
 	}
 	if got := read(t, m).Annotations["shared"]; got != "theirs" {
 		t.Fatalf("annotation %q: the refused change was written", got)
+	}
+}
+
+// A Node has no generation: a locked patch of its labels and taints is
+// refused when its taints changed since the read (a merge patch replaces
+// the list whole, and would drop theirs), not when its status did (a
+// kubelet's heartbeats, many times a minute).
+func TestLockedNodePatchLocksTheFieldsItChanges(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "patch-" + rand.String(6), Labels: map[string]string{"a": "1"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "uninitialized", Effect: corev1.TaintEffectNoSchedule}}}}
+	if err := env.Client.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	readNode := func() *corev1.Node {
+		got := &corev1.Node{}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	ours := readNode()
+	h := patch.New(env.Client, ours)
+	theirs := readNode()
+	theirs.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := env.Client.Status().Update(t.Context(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	ours.Labels["b"] = "2"
+	ours.Spec.Taints = nil
+	if err := h.PatchObjectLocked(t.Context(), ours); err != nil {
+		t.Fatalf("locked patch after a status write: %v", err)
+	}
+	if got := readNode(); got.Labels["b"] != "2" || len(got.Spec.Taints) != 0 || len(got.Status.Conditions) != 1 {
+		t.Fatalf("labels %v, taints %v, conditions %v", got.Labels, got.Spec.Taints, got.Status.Conditions)
+	}
+
+	ours = readNode()
+	h = patch.New(env.Client, ours)
+	theirs = readNode()
+	theirs.Spec.Taints = []corev1.Taint{{Key: "theirs", Effect: corev1.TaintEffectNoExecute}}
+	if err := env.Client.Update(t.Context(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	ours.Spec.Taints = []corev1.Taint{{Key: "ours", Effect: corev1.TaintEffectNoSchedule}}
+	if err := h.PatchObjectLocked(t.Context(), ours); !apierrors.IsConflict(err) {
+		t.Fatalf("locked patch of taints they changed: %v, want a Conflict", err)
+	}
+	if got := readNode().Spec.Taints; len(got) != 1 || got[0].Key != "theirs" {
+		t.Fatalf("taints %v: theirs were written over", got)
 	}
 }
