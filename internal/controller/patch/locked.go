@@ -30,7 +30,7 @@ import (
 //
 // A status write, or another writer's label or annotation, since the
 // snapshot does not refuse it: the whole-object resourceVersion lock did,
-// and a MachineSet's own status writes made most of its deployment's
+// and a MachineSet's own status writes made a fifth of its deployment's
 // writes to it fail. It is sent as a JSON patch (RFC 6902) whose "test"
 // operations are those preconditions, applied by the API server in one
 // step; a failed test is returned as a Conflict, so callers decide again
@@ -49,7 +49,7 @@ func (h *Helper) PatchObjectLocked(ctx context.Context, obj client.Object) error
 	}
 	delete(diff, "status")
 	if md, ok := diff["metadata"].(map[string]any); ok {
-		delete(md, "resourceVersion") // a refreshed read, not a change (see patchObject)
+		delete(md, "resourceVersion") // a refreshed read, not a change (see PatchObject)
 		if len(md) == 0 {
 			delete(diff, "metadata")
 		}
