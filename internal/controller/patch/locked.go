@@ -126,12 +126,16 @@ func (h *Helper) lockedOps(obj client.Object, diff map[string]any) ([]any, error
 			ops, changes = append(ops, t), append(changes, c...)
 			continue
 		}
-		// Under the generation test: the server has what the snapshot
-		// has, so the new value is written whole.
-		if v, ok := current[k]; ok && v != nil {
-			changes = append(changes, add("/"+pointerEscape(k), v))
-		} else if _, had := base[k]; had {
-			changes = append(changes, jsonOp{Op: "remove", Path: "/" + pointerEscape(k)})
+		// Under the generation test the server has what the snapshot has:
+		// each changed member of the spec is written whole, with its new
+		// value (not its merge patch).
+		now, _ := current[k].(map[string]any)
+		if !isMap || len(was) == 0 || now == nil {
+			changes = append(changes, replace("/"+pointerEscape(k), current[k], base[k])...)
+			continue
+		}
+		for _, member := range slices.Sorted(maps.Keys(change)) {
+			changes = append(changes, replace("/"+pointerEscape(k)+"/"+pointerEscape(member), now[member], was[member])...)
 		}
 	}
 	return append(ops, changes...), nil
@@ -162,14 +166,18 @@ func fieldOps(p string, diff, was map[string]any) (tests, changes []any) {
 // memberOps tests that the member at path p is still old (nil: absent)
 // and sets it to v (nil: removes it).
 func memberOps(p string, v, old any) (any, []any) {
-	t := test(p, old)
+	return test(p, old), replace(p, v, old)
+}
+
+// replace sets path to v, or removes it when v is nil and it was there.
+func replace(path string, v, was any) []any {
 	switch {
 	case v != nil:
-		return t, []any{add(p, v)}
-	case old != nil:
-		return t, []any{jsonOp{Op: "remove", Path: p}}
+		return []any{add(path, v)}
+	case was != nil:
+		return []any{jsonOp{Op: "remove", Path: path}}
 	}
-	return t, nil
+	return nil
 }
 
 func toMap(obj client.Object) (map[string]any, error) {
