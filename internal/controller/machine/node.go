@@ -107,7 +107,7 @@ func (r *Reconciler) syncNode(ctx context.Context, s *scope) (reconcile.Result, 
 	}
 	// Locked on the labels, annotations and taints it changes, not on the
 	// whole Node: the kubelet's status writes (Ready, heartbeats) do not
-	// refuse it. A third of these patches failed so in a rolling update
+	// refuse it. A quarter of these patches failed so in a rolling update
 	// (docs/benchmarks.md).
 	err := patch.New(r.Target, s.node).PatchObjectLocked(ctx, node)
 	if apierrors.IsConflict(err) {
