@@ -21,6 +21,7 @@ var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DE
 type counters struct {
 	at          time.Time
 	writes      map[string]float64 // rest_client_requests_total by write method
+	conflicts   map[string]float64 // the same, answered 409 Conflict
 	driverCalls float64            // millwright_driver_call_duration_seconds_count, all labels
 	cpuSeconds  float64            // /proc/<pid>/stat utime+stime
 	// apiWrites are the API server's write requests from all clients, by
@@ -129,10 +130,13 @@ func (e *env) readCounters(ctx context.Context) (counters, error) {
 		return counters{}, err
 	}
 	pid := e.managerPID()
-	c := counters{at: time.Now(), writes: map[string]float64{}}
+	c := counters{at: time.Now(), writes: map[string]float64{}, conflicts: map[string]float64{}}
 	for _, l := range s {
 		if l.name == "rest_client_requests_total" && writeMethods[l.labels["method"]] {
 			c.writes[l.labels["method"]] += l.value
+			if l.labels["code"] == "409" {
+				c.conflicts[l.labels["method"]] += l.value
+			}
 		}
 	}
 	c.driverCalls = s.sum("millwright_driver_call_duration_seconds_count", nil)

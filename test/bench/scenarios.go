@@ -79,6 +79,12 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 			r.Writes[method] = d
 		}
 	}
+	r.Conflicts = map[string]float64{}
+	for method, v := range end.conflicts {
+		if d := v - m.start.conflicts[method]; d > 0 {
+			r.Conflicts[method] = d
+		}
+	}
 	if n > 0 {
 		r.WritesPerMachine = num(round((end.totalWrites()-m.start.totalWrites())/float64(n), 2))
 		r.DriverCallsPerMachine = num(round((end.driverCalls-m.start.driverCalls)/float64(n), 2))
