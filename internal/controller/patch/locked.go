@@ -118,7 +118,8 @@ func (h *Helper) lockedOps(obj client.Object, diff map[string]any) ([]any, error
 		switch {
 		case k == "metadata" || (generation == 0 && isMap && len(was) > 0):
 			// Field by field, each on the value read.
-			t, c := fieldOps("/"+pointerEscape(k), change, was)
+			now, _ := current[k].(map[string]any)
+			t, c := fieldOps("/"+pointerEscape(k), change, was, now)
 			ops, changes = append(ops, t...), append(changes, c...)
 			continue
 		case generation == 0:
@@ -143,21 +144,23 @@ func (h *Helper) lockedOps(obj client.Object, diff map[string]any) ([]any, error
 
 // fieldOps are the tests and changes of one object field (metadata, or
 // the spec of a kind without a generation) at path p, from its merge
-// patch and its value read: each changed member on its value read, a
-// map with members read (labels, annotations) key by key.
-func fieldOps(p string, diff, was map[string]any) (tests, changes []any) {
+// patch, its value read and its new value: each changed member tested on
+// its value read and written whole, a map with members read (labels,
+// annotations) key by key.
+func fieldOps(p string, diff, was, now map[string]any) (tests, changes []any) {
 	for _, k := range slices.Sorted(maps.Keys(diff)) {
 		kp := p + "/" + pointerEscape(k)
 		change, isMap := diff[k].(map[string]any)
 		oldMap, _ := was[k].(map[string]any)
-		if isMap && len(oldMap) > 0 {
+		newMap, _ := now[k].(map[string]any)
+		if isMap && len(oldMap) > 0 && newMap != nil {
 			for _, key := range slices.Sorted(maps.Keys(change)) {
-				t, c := memberOps(kp+"/"+pointerEscape(key), change[key], oldMap[key])
+				t, c := memberOps(kp+"/"+pointerEscape(key), newMap[key], oldMap[key])
 				tests, changes = append(tests, t), append(changes, c...)
 			}
 			continue
 		}
-		t, c := memberOps(kp, diff[k], was[k])
+		t, c := memberOps(kp, now[k], was[k])
 		tests, changes = append(tests, t), append(changes, c...)
 	}
 	return tests, changes
