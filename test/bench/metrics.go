@@ -21,6 +21,7 @@ var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DE
 type counters struct {
 	at          time.Time
 	writes      map[string]float64 // rest_client_requests_total by write method
+	conflicts   map[string]float64 // the same, answered 409 Conflict
 	driverCalls float64            // millwright_driver_call_duration_seconds_count, all labels
 	cpuSeconds  float64            // /proc/<pid>/stat utime+stime
 	// apiWrites are the API server's write requests from all clients, by
@@ -129,10 +130,13 @@ func (e *env) readCounters(ctx context.Context) (counters, error) {
 		return counters{}, err
 	}
 	pid := e.managerPID()
-	c := counters{at: time.Now(), writes: map[string]float64{}}
+	c := counters{at: time.Now(), writes: map[string]float64{}, conflicts: map[string]float64{}}
 	for _, l := range s {
 		if l.name == "rest_client_requests_total" && writeMethods[l.labels["method"]] {
 			c.writes[l.labels["method"]] += l.value
+			if l.labels["code"] == "409" {
+				c.conflicts[l.labels["method"]] += l.value
+			}
 		}
 	}
 	c.driverCalls = s.sum("millwright_driver_call_duration_seconds_count", nil)
@@ -143,7 +147,9 @@ func (e *env) readCounters(ctx context.Context) (counters, error) {
 	return c, err
 }
 
-// apiServerWrites reads apiserver_request_total's writes by resource.
+// apiServerWrites reads apiserver_request_total's writes by resource, and
+// under "resource[/subresource] VERB 409" those answered Conflict (see
+// conflictSuffix).
 func (e *env) apiServerWrites(ctx context.Context) (map[string]float64, error) {
 	data, err := e.clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -160,9 +166,17 @@ func (e *env) apiServerWrites(ctx context.Context) (map[string]float64, error) {
 			key += "/" + sub
 		}
 		w[key+" "+l.labels["verb"]] += l.value
+		if l.labels["code"] == "409" {
+			w[key+" "+l.labels["verb"]+conflictSuffix] += l.value
+		}
 	}
 	return w, nil
 }
+
+// conflictSuffix marks, in apiServerWrites' keys, the writes the API
+// server refused with a Conflict (a resourceVersion precondition lost):
+// each one is a write some controller must make again.
+const conflictSuffix = " 409"
 
 // apiWriteVerbs are the API server's verbs that write.
 var apiWriteVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}

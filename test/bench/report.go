@@ -30,10 +30,15 @@ type result struct {
 	WaveSeconds  *float64 `json:"wave_seconds,omitempty"` // create latency + the floor of one wave
 	// Writes are the manager's API writes over the scenario, by HTTP method.
 	Writes map[string]float64 `json:"writes_by_method,omitempty"`
+	// Conflicts are those of Writes answered 409 Conflict.
+	Conflicts map[string]float64 `json:"manager_conflicts_by_method,omitempty"`
 	// APIServerWrites are the API server's writes over the scenario from
 	// all clients (manager, sim, kwok, kube-controller-manager, scheduler),
 	// by "resource[/subresource] VERB".
 	APIServerWrites map[string]float64 `json:"apiserver_writes,omitempty"`
+	// APIServerConflicts are those of APIServerWrites the API server
+	// answered 409 Conflict: refused, and so written again.
+	APIServerConflicts map[string]float64 `json:"apiserver_conflicts,omitempty"`
 	// QPS and Burst are the client limits of the manager, the sim and the floor.
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,10 +61,14 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		LargestFleet:      &peak,
 		NodeReadyFlaps:    &flaps,
 	}
-	r.APIServerWrites = map[string]float64{}
+	r.APIServerWrites, r.APIServerConflicts = map[string]float64{}, map[string]float64{}
 	for k, v := range end.apiWrites {
 		if d := v - m.start.apiWrites[k]; d > 0 {
-			r.APIServerWrites[k] = d
+			if w, ok := strings.CutSuffix(k, conflictSuffix); ok {
+				r.APIServerConflicts[w] = d
+			} else {
+				r.APIServerWrites[k] = d
+			}
 		}
 	}
 	if r.Seconds > 0 {
@@ -72,6 +77,12 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 	for method, v := range end.writes {
 		if d := v - m.start.writes[method]; d > 0 {
 			r.Writes[method] = d
+		}
+	}
+	r.Conflicts = map[string]float64{}
+	for method, v := range end.conflicts {
+		if d := v - m.start.conflicts[method]; d > 0 {
+			r.Conflicts[method] = d
 		}
 	}
 	if n > 0 {

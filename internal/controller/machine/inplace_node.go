@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
 // inPlaceNode hands the target version to the Node's agent when the Node
@@ -108,13 +109,15 @@ func removeUpdateKeys(n *corev1.Node) {
 	delete(n.Annotations, v1alpha1.NodeUpdateMessageAnnotation)
 }
 
-// patchNode applies edit to the Machine's Node on the version read. A
-// Conflict (the agent or the kubelet wrote meanwhile) is returned: the
-// reconcile starts over soon from a fresh read (Reconcile).
+// patchNode applies edit to the Machine's Node, each label, annotation
+// and taint it changes on its value read (package patch). A Conflict (the
+// agent wrote one of them meanwhile) is returned: the reconcile starts
+// over soon from a fresh read (Reconcile). The kubelet's status writes,
+// many while a Node reboots, do not refuse it.
 func (r *Reconciler) patchNode(ctx context.Context, s *scope, edit func(*corev1.Node)) error {
 	node := s.node.DeepCopy()
 	edit(node)
-	if err := r.Target.Patch(ctx, node, client.MergeFromWithOptions(s.node, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := patch.New(r.Target, s.node).PatchObjectLocked(ctx, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	s.node = node

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
@@ -113,7 +114,8 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (recon
 	if equalPreservedNode(node, changed) {
 		return res, nil
 	}
-	err := r.Target.Patch(ctx, changed, client.MergeFromWithOptions(node, client.MergeFromWithOptimisticLock{}))
+	// Locked on the fields it changes (package patch), as syncNode.
+	err := patch.New(r.Target, node).PatchObjectLocked(ctx, changed)
 	if apierrors.IsConflict(err) {
 		return requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), nil
 	}

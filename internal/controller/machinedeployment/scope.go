@@ -89,8 +89,11 @@ func (s *scope) set(name string) *v1alpha1.MachineSet {
 }
 
 // patchSet applies mutate to ms and writes what changed, refusing to write
-// over a change it has not seen (optimistic lock): a decision made on a
-// stale set must be made again.
+// over a change of the set's spec, or of an annotation it writes, that it
+// has not seen (patch.PatchObjectLocked): a decision made on a stale set
+// must be made again. The set's status writes (the MachineSet
+// controller's, several per second in a rollout) do not refuse it: they
+// change nothing the decision was made from.
 func (s *scope) patchSet(ctx context.Context, ms *v1alpha1.MachineSet, mutate func(*v1alpha1.MachineSet)) (bool, error) {
 	h := patch.New(s.r.Client, ms)
 	base := h.Base().(*v1alpha1.MachineSet)

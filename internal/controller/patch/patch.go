@@ -11,6 +11,10 @@
 //     changed meanwhile, the API server answers Conflict and nothing is
 //     written. Labels and annotations are maps, merged key by key, and
 //     need no lock.
+//   - PatchObjectLocked, for a decision made from a view of the object,
+//     writes only if the object's generation (its spec) and each label
+//     or annotation it changes are still as read, whatever happened to
+//     its status.
 //   - WithStatusLock makes every status patch carry the resourceVersion,
 //     for objects whose status a stale cache could undo (a status computed
 //     from an old read overwriting a newer one). A Conflict means the
@@ -101,17 +105,6 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 // now (a checkpoint: a later failure must not lose them). obj's status is
 // left as it is; the snapshot's metadata and spec become obj's.
 func (h *Helper) PatchObject(ctx context.Context, obj client.Object) error {
-	return h.patchObject(ctx, obj, false)
-}
-
-// PatchObjectLocked is PatchObject always carrying the snapshot's
-// resourceVersion: for a decision that must not be written over a change
-// it has not seen (a rollback's template, a set's replicas).
-func (h *Helper) PatchObjectLocked(ctx context.Context, obj client.Object) error {
-	return h.patchObject(ctx, obj, true)
-}
-
-func (h *Helper) patchObject(ctx context.Context, obj client.Object, lock bool) error {
 	if unchanged(h.base, obj, "ObjectMeta", "Spec") {
 		return nil // the common case, without marshalling both objects
 	}
@@ -136,14 +129,6 @@ func (h *Helper) patchObject(ctx context.Context, obj client.Object, lock bool) 
 	if len(diff) == 0 {
 		return nil
 	}
-	if lock {
-		md, _ := diff["metadata"].(map[string]any)
-		if md == nil {
-			md = map[string]any{}
-			diff["metadata"] = md
-		}
-		md["resourceVersion"] = h.base.GetResourceVersion()
-	}
 	out := obj.DeepCopyObject().(client.Object)
 	data, err := json.Marshal(diff)
 	if err != nil {
@@ -152,14 +137,19 @@ func (h *Helper) patchObject(ctx context.Context, obj client.Object, lock bool) 
 	if err := h.c.Patch(ctx, out, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return err
 	}
-	// out has the server's metadata and spec, and its status: obj keeps
-	// its unwritten status, the snapshot its own.
+	h.wroteObject(obj, out)
+	return nil
+}
+
+// wroteObject takes out, what the API server returned for a write of
+// obj's metadata and spec: out has the server's metadata and spec, and
+// its status; obj keeps its unwritten status, the snapshot its own.
+func (h *Helper) wroteObject(obj, out client.Object) {
 	base := out.DeepCopyObject().(client.Object)
 	copyStatus(base, h.base)
 	h.base = base
 	copyStatus(out, obj)
 	set(obj, out)
-	return nil
 }
 
 // PatchStatus writes obj's status changes since the snapshot, then makes

@@ -2,11 +2,13 @@ package patch_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,17 +261,124 @@ func TestObjectThenStatus(t *testing.T) {
 	}
 }
 
-// PatchObjectLocked refuses a spec change computed from a stale read; an
-// unlocked PatchObject of the same change would go through.
-func TestLockedObjectPatchRefusesAStaleRead(t *testing.T) {
+// PatchObjectLocked refuses a change decided from a read older than the
+// object's spec: another writer changed the spec (its generation) since.
+func TestLockedObjectPatchRefusesASpecChangedSinceRead(t *testing.T) {
 	m := machine(t)
 	h := patch.New(env.Client, m)
-	they(t, m, func(m *v1alpha1.Machine) { m.Labels = map[string]string{"theirs": "1"} }, false)
+	they(t, m, func(m *v1alpha1.Machine) { m.Spec.FailureDomain = "theirs" }, false)
 	m.Spec.ProviderID = "sim://ours"
 	if err := h.PatchObjectLocked(t.Context(), m); !apierrors.IsConflict(err) {
-		t.Fatalf("locked patch from a stale read: %v, want a Conflict", err)
+		t.Fatalf("locked patch from a read older than the spec: %v, want a Conflict", err)
 	}
-	if got := read(t, m).Spec.ProviderID; got != "" {
-		t.Fatalf("providerID %q: the refused change was written", got)
+	if got := read(t, m); got.Spec.ProviderID != "" || got.Spec.FailureDomain != "theirs" {
+		t.Fatalf("providerID %q, failureDomain %q: the refused change was written", got.Spec.ProviderID, got.Spec.FailureDomain)
+	}
+}
+
+// A status write and another writer's labels since the read do not refuse
+// a locked patch (the resourceVersion lock did): they do not change what
+// it was decided from. Both stay; the patch's spec and annotations are
+// written.
+func TestLockedObjectPatchGoesThroughStatusWrites(t *testing.T) {
+	m := machine(t)
+	m.Annotations = map[string]string{"ours/replicas": "1", "ours/gone": "x"}
+	if err := env.Client.Update(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	m = read(t, m)
+	h := patch.New(env.Client, m)
+	they(t, m, func(m *v1alpha1.Machine) { m.Status.Phase = v1alpha1.PhaseRunning }, true)
+	they(t, m, func(m *v1alpha1.Machine) { m.Labels = map[string]string{"theirs": "1"} }, false)
+	m.Spec.FailureDomain = "ours"
+	m.Annotations["ours/replicas"] = "2"
+	delete(m.Annotations, "ours/gone")
+	m.Annotations["ours/new-key"] = "3"
+	if err := h.PatchObjectLocked(t.Context(), m); err != nil {
+		t.Fatalf("locked patch after their status and label writes: %v", err)
+	}
+	got := read(t, m)
+	if got.Spec.FailureDomain != "ours" || got.Status.Phase != v1alpha1.PhaseRunning || got.Labels["theirs"] != "1" {
+		t.Fatalf("failureDomain %q, phase %q, labels %v", got.Spec.FailureDomain, got.Status.Phase, got.Labels)
+	}
+	want := map[string]string{"ours/replicas": "2", "ours/new-key": "3"}
+	if !maps.Equal(got.Annotations, want) {
+		t.Fatalf("annotations %v, want %v", got.Annotations, want)
+	}
+	if m.ResourceVersion != got.ResourceVersion || m.Status.Phase != "" {
+		t.Fatalf("the object is not what was written: resourceVersion %s (server %s), status kept as read %q",
+			m.ResourceVersion, got.ResourceVersion, m.Status.Phase)
+	}
+}
+
+// A locked patch is refused when another writer changed an annotation it
+// changes (or its labels, finalizers, owners), as a resourceVersion lock
+// would.
+func TestLockedObjectPatchRefusesAnAnnotationChangedSinceRead(t *testing.T) {
+	m := machine(t)
+	m.Annotations = map[string]string{"other": "x"}
+	if err := env.Client.Update(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	m = read(t, m)
+	h := patch.New(env.Client, m)
+	they(t, m, func(m *v1alpha1.Machine) { m.Annotations["shared"] = "theirs" }, false)
+	m.Annotations["shared"] = "ours"
+	if err := h.PatchObjectLocked(t.Context(), m); !apierrors.IsConflict(err) {
+		t.Fatalf("locked patch of an annotation they changed: %v, want a Conflict", err)
+	}
+	if got := read(t, m).Annotations["shared"]; got != "theirs" {
+		t.Fatalf("annotation %q: the refused change was written", got)
+	}
+}
+
+// A Node has no generation: a locked patch of its labels and taints is
+// refused when its taints changed since the read (a merge patch replaces
+// the list whole, and would drop theirs), not when its status did (a
+// kubelet's heartbeats, many times a minute).
+func TestLockedNodePatchLocksTheFieldsItChanges(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "patch-" + rand.String(6), Labels: map[string]string{"a": "1"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "uninitialized", Effect: corev1.TaintEffectNoSchedule}}}}
+	if err := env.Client.Create(t.Context(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), node) })
+	readNode := func() *corev1.Node {
+		got := &corev1.Node{}
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(node), got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	ours := readNode()
+	h := patch.New(env.Client, ours)
+	theirs := readNode()
+	theirs.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := env.Client.Status().Update(t.Context(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	ours.Labels["b"] = "2"
+	ours.Spec.Taints = nil
+	if err := h.PatchObjectLocked(t.Context(), ours); err != nil {
+		t.Fatalf("locked patch after a status write: %v", err)
+	}
+	if got := readNode(); got.Labels["b"] != "2" || len(got.Spec.Taints) != 0 || len(got.Status.Conditions) != 1 {
+		t.Fatalf("labels %v, taints %v, conditions %v", got.Labels, got.Spec.Taints, got.Status.Conditions)
+	}
+
+	ours = readNode()
+	h = patch.New(env.Client, ours)
+	theirs = readNode()
+	theirs.Spec.Taints = []corev1.Taint{{Key: "theirs", Effect: corev1.TaintEffectNoExecute}}
+	if err := env.Client.Update(t.Context(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	ours.Spec.Taints = []corev1.Taint{{Key: "ours", Effect: corev1.TaintEffectNoSchedule}}
+	if err := h.PatchObjectLocked(t.Context(), ours); !apierrors.IsConflict(err) {
+		t.Fatalf("locked patch of taints they changed: %v, want a Conflict", err)
+	}
+	if got := readNode().Spec.Taints; len(got) != 1 || got[0].Key != "theirs" {
+		t.Fatalf("taints %v: theirs were written over", got)
 	}
 }
