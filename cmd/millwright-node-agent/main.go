@@ -91,7 +91,7 @@ func run(args []string) error {
 	opts.Logf = vminit.Logf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	vminit.Logf("joining %s as Node %s (providerID %s, state %q)", cfg.Server, cfg.NodeName, cfg.ProviderID, opts.StatePath)
+	vminit.Logf("joining %s as Node %s (providerID %s, instance-id %s, state %q)", cfg.Server, cfg.NodeName, cfg.ProviderID, cfg.InstanceID, opts.StatePath)
 	return nodeagent.Run(ctx, cfg, opts)
 }
 
