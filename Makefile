@@ -38,7 +38,7 @@ vm-tools: ## Install QEMU and libvirt when missing, and build the VMs' kernel an
 	@bash hack/tools/libvirt.sh
 	@bash hack/tools/build.sh vm
 
-# Not in tools, test or e2e: a Debian image of about 2 GiB, built by
+# Not in tools, test or e2e: a Debian image (a 440 MiB qcow2), built by
 # debootstrap as root (docs/providers/libvirt.md, "Booting a cloud image").
 cloud-image: ## As root: build a Debian cloud image (systemd, cloud-init, the node agent as a service) into bin/cloudimage/ (cached).
 	@bash hack/tools/cloudimage.sh
@@ -85,7 +85,7 @@ e2e: runtime-tools vm-tools build ## The end-to-end scenarios on a local cluster
 	go test -count=1 -timeout=45m -p 1 -v $(E2E_PKG)
 
 # The build tag keeps TestVMCloudImage out of `make test` and `make e2e`.
-e2e-cloud-image: runtime-tools vm-tools cloud-image build ## As root: boot the cloud image as a libvirt Machine that joins from the NoCloud seed (TestVMCloudImage, minutes under TCG).
+e2e-cloud-image: runtime-tools vm-tools cloud-image build ## As root: boot the cloud image as a libvirt Machine that joins from the NoCloud seed (TestVMCloudImage, about a minute under TCG).
 	go test -tags cloudimage -count=1 -timeout=45m -p 1 -v -run '^TestVMCloudImage$$' $(E2E_PKG)
 
 bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.

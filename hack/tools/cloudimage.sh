@@ -22,8 +22,9 @@ root="$(cd "$here/../.." && pwd)"
 bin="${BIN_DIR:-$root/bin}"
 out="$bin/cloudimage"
 
-# The pin: the release, the kernel (vm.sh's, bump both together) and this
-# recipe's revision (bump it when the recipe below changes).
+# The pin: the release, the kernel (vm.sh's, bump both together) and the
+# root filesystem recipe's revision (bump it when the debootstrap and apt
+# steps below change).
 suite="bookworm"
 mirror="http://deb.debian.org/debian"
 security="http://deb.debian.org/debian-security"
@@ -81,17 +82,35 @@ EOF
   unmount
   rm -rf "$rootfs"/var/lib/apt/lists/*
 
-  # The VM: root is the whole of vda; the seed is found by cloud-init
-  # (NoCloud, label cidata) and nothing else is looked for.
-  echo "/dev/vda / ext4 defaults,errors=remount-ro 0 1" >"$rootfs/etc/fstab"
-  : >"$rootfs/etc/hostname"
-  rm -f "$rootfs/etc/machine-id" "$rootfs/var/lib/dbus/machine-id"
-  : >"$rootfs/etc/machine-id"
-  cat >"$rootfs/etc/cloud/cloud.cfg.d/90-millwright.cfg" <<'EOF'
+  touch "$cache/.rootfs"
+  echo "built the root filesystem in $((SECONDS - start))s"
+fi
+
+# The agent (static, like the initramfs's); Go's cache makes this cheap.
+agent="$cache/millwright-node-agent"
+(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$agent" ./cmd/millwright-node-agent)
+# The configuration is written at every assembly: the script's hash is in
+# the stamp, so changing it re-makes the disk without a new debootstrap.
+want="$pin agent-sha256=$(sha256sum "$agent" | cut -d' ' -f1) script-sha256=$(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1) size=$disk_size"
+if [[ -f "$out/disk.qcow2" && "$(cat "$out/.stamp" 2>/dev/null)" == "$want" ]]; then
+  exit 0
+fi
+start=$SECONDS
+# The VM: root is the whole of vda; the seed is found by cloud-init
+# (NoCloud, label cidata) and nothing else is looked for.
+echo "/dev/vda / ext4 defaults,errors=remount-ro 0 1" >"$rootfs/etc/fstab"
+: >"$rootfs/etc/hostname"
+rm -f "$rootfs/etc/machine-id" "$rootfs/var/lib/dbus/machine-id"
+: >"$rootfs/etc/machine-id"
+cat >"$rootfs/etc/cloud/cloud.cfg.d/90-millwright.cfg" <<'EOF'
 # Millwright's libvirt driver attaches a NoCloud seed (docs/providers/libvirt.md).
 datasource_list: [NoCloud, None]
 EOF
-  cat >"$rootfs/etc/systemd/system/millwright-node-agent.service" <<'EOF'
+# No SSH server and no locales in the image: cloud-init's ssh (host keys)
+# and locale modules would only fail (their settings cannot turn them off
+# within cloud-init's schema).
+sed -i -e '/^ - ssh$/d' -e '/^ - locale$/d' "$rootfs/etc/cloud/cloud.cfg"
+cat >"$rootfs/etc/systemd/system/millwright-node-agent.service" <<'EOF'
 # Joins the VM as a Node from what cloud-init wrote out of the user data
 # (docs/providers/node-agent.md, "In a cloud image").
 [Unit]
@@ -110,19 +129,7 @@ StandardError=journal+console
 [Install]
 WantedBy=multi-user.target
 EOF
-  chroot "$rootfs" systemctl enable millwright-node-agent.service
-  touch "$cache/.rootfs"
-  echo "built the root filesystem in $((SECONDS - start))s"
-fi
-
-# The agent (static, like the initramfs's); Go's cache makes this cheap.
-agent="$cache/millwright-node-agent"
-(cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$agent" ./cmd/millwright-node-agent)
-want="$pin agent-sha256=$(sha256sum "$agent" | cut -d' ' -f1) size=$disk_size"
-if [[ -f "$out/disk.qcow2" && "$(cat "$out/.stamp" 2>/dev/null)" == "$want" ]]; then
-  exit 0
-fi
-start=$SECONDS
+chroot "$rootfs" systemctl enable millwright-node-agent.service
 install -m 0755 "$agent" "$rootfs/usr/local/bin/millwright-node-agent"
 cp "$rootfs/boot/vmlinuz-$kernel_release" "$out/vmlinuz"
 cp "$rootfs/boot/initrd.img-$kernel_release" "$out/initrd.img"
