@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools runtime-tools vm-tools generate build image lint test e2e bench bench-vm help demo
+.PHONY: all tools runtime-tools vm-tools cloud-image generate build image lint test e2e e2e-cloud-image bench bench-vm help demo
 
 all: build
 
@@ -37,6 +37,11 @@ runtime-tools: ## Build only the binaries a local cluster runs (what demo, e2e a
 vm-tools: ## Install QEMU and libvirt when missing, and build the VMs' kernel and initramfs into bin/vm/ (what e2e, bench-vm and the libvirt demo need).
 	@bash hack/tools/libvirt.sh
 	@bash hack/tools/build.sh vm
+
+# Not in tools, test or e2e: a Debian image (a 440 MiB qcow2), built by
+# debootstrap as root (docs/providers/libvirt.md, "Booting a cloud image").
+cloud-image: ## As root: build a Debian cloud image (systemd, cloud-init, the node agent as a service) into bin/cloudimage/ (cached).
+	@bash hack/tools/cloudimage.sh
 
 # The generators hack/generate.sh runs; build.sh rebuilds one only when its
 # pin changed, so this costs nothing once they are built.
@@ -78,6 +83,10 @@ test: tools lint ## Build the tools if missing, lint, and run every test: unit a
 
 e2e: runtime-tools vm-tools build ## The end-to-end scenarios on a local cluster (etcd, kube-apiserver, KCM, scheduler, kwok, sim, manager).
 	go test -count=1 -timeout=45m -p 1 -v $(E2E_PKG)
+
+# The build tag keeps TestVMCloudImage out of `make test` and `make e2e`.
+e2e-cloud-image: runtime-tools vm-tools cloud-image build ## As root: boot the cloud image as a libvirt Machine that joins from the NoCloud seed (TestVMCloudImage, about a minute under TCG).
+	go test -tags cloudimage -count=1 -timeout=45m -p 1 -v -run '^TestVMCloudImage$$' $(E2E_PKG)
 
 bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)

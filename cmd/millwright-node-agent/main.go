@@ -4,7 +4,12 @@
 // status up, and runs no containers:
 //
 //	millwright-node-agent --user-data FILE --meta-data FILE [--cert-dir DIR] [--state DEVICE]
+//	millwright-node-agent --cloud-init [--cert-dir DIR] [--state DEVICE]
 //
+// With --cloud-init it is a service of an image that has cloud-init
+// (hack/tools/cloudimage.sh builds one): it reads the files cloud-init
+// wrote from the user data and cloud-init's instance data instead of the
+// seed.
 // It also carries out in-place updates of the Kubernetes version by
 // rebooting the machine (docs/in-place-updates.md). As pid 1 (the /init
 // of bin/vm/initramfs.img) it first prepares the VM (internal/vminit),
@@ -55,6 +60,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("millwright-node-agent", flag.ContinueOnError)
 	userData := fs.String("user-data", "", "the cloud-init user data the TokenBootstrapConfig provider rendered (required)")
 	metaData := fs.String("meta-data", "", "the cloud-init NoCloud meta-data: instance-id, local-hostname, provider-id (required)")
+	cloudInit := fs.Bool("cloud-init", false, "a service in an image with cloud-init: read "+nodeagent.BootstrapKubeconfigPath+" and "+nodeagent.VersionPath+" as cloud-init wrote them, and the meta-data from "+nodeagent.InstanceDataPath+" (instead of --user-data and --meta-data)")
 	var opts nodeagent.Options
 	fs.StringVar(&opts.CertDir, "cert-dir", "/run/millwright-node-agent", "where the node's key, certificate and kubeconfig are written (a tmpfs in the VM)")
 	fs.StringVar(&opts.StatePath, "state", "", "the state device (or file) keeping the node's credentials and version across reboots; empty: none (a reboot bootstraps again, in-place updates are refused)")
@@ -69,24 +75,60 @@ func run(args []string) error {
 		return err
 	}
 	opts.NoCertificateRotation = !*rotate
-	if *userData == "" || *metaData == "" {
-		return errors.New("--user-data and --meta-data are required")
+	var cfg nodeagent.JoinConfig
+	var err error
+	switch {
+	case *cloudInit && (*userData != "" || *metaData != ""):
+		return errors.New("--cloud-init excludes --user-data and --meta-data")
+	case *cloudInit:
+		cfg, err = readCloudInit()
+	case *userData == "" || *metaData == "":
+		return errors.New("--user-data and --meta-data are required (or --cloud-init)")
+	default:
+		cfg, err = readSeed(*userData, *metaData)
 	}
-	ud, err := os.ReadFile(*userData)
 	if err != nil {
 		return err
-	}
-	md, err := os.ReadFile(*metaData)
-	if err != nil {
-		return err
-	}
-	cfg, err := nodeagent.ParseSeed(ud, md)
-	if err != nil {
-		return fmt.Errorf("reading the seed: %w", err)
 	}
 	opts.Logf = vminit.Logf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	vminit.Logf("joining %s as Node %s (providerID %s, state %q)", cfg.Server, cfg.NodeName, cfg.ProviderID, opts.StatePath)
+	vminit.Logf("joining %s as Node %s (providerID %s, instance-id %s, state %q)", cfg.Server, cfg.NodeName, cfg.ProviderID, cfg.InstanceID, opts.StatePath)
 	return nodeagent.Run(ctx, cfg, opts)
+}
+
+// readSeed reads the NoCloud seed's files.
+func readSeed(userData, metaData string) (nodeagent.JoinConfig, error) {
+	ud, err := os.ReadFile(userData)
+	if err != nil {
+		return nodeagent.JoinConfig{}, err
+	}
+	md, err := os.ReadFile(metaData)
+	if err != nil {
+		return nodeagent.JoinConfig{}, err
+	}
+	cfg, err := nodeagent.ParseSeed(ud, md)
+	if err != nil {
+		return nodeagent.JoinConfig{}, fmt.Errorf("reading the seed: %w", err)
+	}
+	return cfg, nil
+}
+
+// readCloudInit reads what cloud-init wrote: the user data's files and its
+// instance data. The version file is optional (a Machine without
+// spec.version has none).
+func readCloudInit() (nodeagent.JoinConfig, error) {
+	kc, err := os.ReadFile(nodeagent.BootstrapKubeconfigPath)
+	if err != nil {
+		return nodeagent.JoinConfig{}, err
+	}
+	version, err := os.ReadFile(nodeagent.VersionPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nodeagent.JoinConfig{}, err
+	}
+	id, err := os.ReadFile(nodeagent.InstanceDataPath)
+	if err != nil {
+		return nodeagent.JoinConfig{}, err
+	}
+	return nodeagent.ParseCloudInit(kc, version, id)
 }

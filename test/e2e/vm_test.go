@@ -158,11 +158,17 @@ func vmAPIServer(t testing.TB) string {
 // Node's capacity.
 func (s *scenario) createVMClass(name, memory string) {
 	s.t.Helper()
+	s.createVMClassSpec(name, s.vm.vmSpec(memory))
+}
+
+// createVMClassSpec creates a libvirt MachineClass with providerSpec spec.
+func (s *scenario) createVMClassSpec(name, spec string) {
+	s.t.Helper()
 	s.create(&v1alpha1.MachineClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
 		Spec: v1alpha1.MachineClassSpec{
 			Provider:     "libvirt",
-			ProviderSpec: runtime.RawExtension{Raw: []byte(s.vm.vmSpec(memory))},
+			ProviderSpec: runtime.RawExtension{Raw: []byte(spec)},
 		},
 	})
 }

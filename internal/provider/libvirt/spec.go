@@ -32,7 +32,9 @@ type ProviderSpec struct {
 	DomainType string `json:"domainType,omitempty"`
 
 	// Kernel, Initramfs and Cmdline boot the VM directly from files on the
-	// libvirt host. Kernel and Image are mutually exclusive.
+	// libvirt host. With Image too, the kernel boots the image's disk (vda,
+	// such as cmdline "root=/dev/vda"): an image needs no bootloader
+	// (docs/providers/libvirt.md, "Booting a cloud image").
 	Kernel    string `json:"kernel,omitempty"`
 	Initramfs string `json:"initramfs,omitempty"`
 	Cmdline   string `json:"cmdline,omitempty"`
@@ -177,8 +179,6 @@ func (ps ProviderSpec) validate(defaultURI string) (*spec, error) {
 	switch {
 	case s.Kernel == "" && s.Image == "":
 		return nil, invalid("providerSpec.kernel", "a boot source is required: kernel (with initramfs) or image")
-	case s.Kernel != "" && s.Image != "":
-		return nil, invalid("providerSpec.image", "kernel and image are mutually exclusive: boot from one")
 	case s.Image == "" && (s.DiskSize != nil):
 		return nil, invalid("providerSpec.diskSize", "needs image: it sizes the image's overlay")
 	case s.Kernel == "" && (s.Initramfs != "" || s.Cmdline != ""):
