@@ -1,9 +1,11 @@
 package kubectl
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -22,29 +24,19 @@ func newRolloutUndoCommand(o *Options) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			c, md, err := o.getMD(ctx, args[0])
+			var md *v1alpha1.MachineDeployment
+			// The check and the write are made again when the deployment
+			// changed in between: its controller writes its status often,
+			// and the write is locked on the version the check read.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				c, got, err := o.getMD(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				md = got
+				return rollBack(ctx, c, md, to)
+			})
 			if err != nil {
-				return err
-			}
-			sets, err := ownedSets(ctx, c, md)
-			if err != nil {
-				return err
-			}
-			// Refuse at once what the controller would only report in an
-			// Event: a revision that is not there, or nothing to go back to.
-			found := false
-			for i := range sets {
-				found = found || (to != 0 && revisionOf(&sets[i]) == to)
-			}
-			switch {
-			case to != 0 && !found:
-				return fmt.Errorf("unable to find the specified revision %d", to)
-			case to == 0 && len(sets) < 2:
-				return fmt.Errorf("no rollout history found for machinedeployment %q", md.Name)
-			}
-			base := md.DeepCopy()
-			md.Spec.RollbackTo = &v1alpha1.RollbackConfig{Revision: to}
-			if err := c.Patch(ctx, md, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 				return err
 			}
 			return printMutation(o.Out, output, mdResource, md, "rolled back")
@@ -54,4 +46,28 @@ func newRolloutUndoCommand(o *Options) *cobra.Command {
 	addMutationOutput(cmd, &output)
 	cmd.Flags().Int64Var(&to, "to-revision", 0, "The revision to roll back to; 0 is the one before the current.")
 	return cmd
+}
+
+// rollBack asks md's controller to roll back to revision to (0: the one
+// before the current), refusing at once what the controller would only
+// report in an Event: a revision that is not there, or nothing to go back
+// to. The write is locked on the version read.
+func rollBack(ctx context.Context, c client.Client, md *v1alpha1.MachineDeployment, to int64) error {
+	sets, err := ownedSets(ctx, c, md)
+	if err != nil {
+		return err
+	}
+	found := false
+	for i := range sets {
+		found = found || (to != 0 && revisionOf(&sets[i]) == to)
+	}
+	switch {
+	case to != 0 && !found:
+		return fmt.Errorf("unable to find the specified revision %d", to)
+	case to == 0 && len(sets) < 2:
+		return fmt.Errorf("no rollout history found for machinedeployment %q", md.Name)
+	}
+	base := md.DeepCopy()
+	md.Spec.RollbackTo = &v1alpha1.RollbackConfig{Revision: to}
+	return c.Patch(ctx, md, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }
