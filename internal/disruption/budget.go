@@ -140,7 +140,7 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 	}
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
 		g := groups[key]
-		ev.Expected += g.replicas
+		ev.Expected += g.expected()
 		if n := g.unavailable(); n > 0 {
 			ev.Unavailable += n
 			ev.Why[key] = g.why()

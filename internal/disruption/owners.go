@@ -45,6 +45,16 @@ func (g *ownerGroup) unavailable() int32 {
 	return max(g.replicas-g.healthy, g.deleting+g.granted, 0)
 }
 
+// expected is the owner's size; for an owner scaled to 0 (or being
+// deleted), the Machines it still has: they drain under the budget too,
+// which a base of 0 would hold back for good.
+func (g *ownerGroup) expected() int32 {
+	if g.replicas == 0 {
+		return g.live
+	}
+	return g.replicas
+}
+
 func (g *ownerGroup) why() string {
 	s := fmt.Sprintf("%d of %d wanted healthy", g.healthy, g.replicas)
 	if missing := g.replicas - g.live; missing > 0 {

@@ -21,7 +21,7 @@ func ownedBy(m v1alpha1.Machine, owner string) v1alpha1.Machine {
 // selects wholly count against the owner's size, not what exists.
 func TestEvaluateCountsAgainstOwnersReplicas(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	replicas := map[string]int32{"md": 4}
+	replicas := map[string]int32{"md": 4, "zero": 0}
 	owners := func(m *v1alpha1.Machine) (string, int32, bool) {
 		o, ok := m.Labels["owner"]
 		if !ok {
@@ -29,11 +29,12 @@ func TestEvaluateCountsAgainstOwnersReplicas(t *testing.T) {
 		}
 		return "MachineDeployment/" + o, replicas[o], true
 	}
-	deleting := func(name string) v1alpha1.Machine {
-		m := ownedBy(ready(name), "md")
+	deletingOf := func(name, owner string) v1alpha1.Machine {
+		m := ownedBy(ready(name), owner)
 		m.DeletionTimestamp = &metav1.Time{Time: now}
 		return m
 	}
+	deleting := func(name string) v1alpha1.Machine { return deletingOf(name, "md") }
 	notReady := func(name string) v1alpha1.Machine {
 		return ownedBy(withCondition(ready(name), v1alpha1.ReadyCondition, metav1.ConditionFalse), "md")
 	}
@@ -54,6 +55,10 @@ func TestEvaluateCountsAgainstOwnersReplicas(t *testing.T) {
 		{"a pending grant counts",
 			[]v1alpha1.Machine{ownedBy(ready("a"), "md"), ownedBy(ready("b"), "md"), ownedBy(ready("c"), "md"), ownedBy(ready("d"), "md")},
 			[]v1alpha1.DisruptedMachine{grant("a", now)}, 4, 1, 1},
+		{"an owner scaled to 0 drains under the budget, one at a time",
+			[]v1alpha1.Machine{ownedBy(ready("z1"), "zero"), ownedBy(ready("z2"), "zero"), ownedBy(ready("z3"), "zero")}, nil, 3, 0, 2},
+		{"an owner scaled to 0, one draining",
+			[]v1alpha1.Machine{deletingOf("z1", "zero"), ownedBy(ready("z2"), "zero"), ownedBy(ready("z3"), "zero")}, nil, 2, 1, 1},
 		{"an owner selected in part: its Machines count alone",
 			[]v1alpha1.Machine{ownedBy(ready("a"), "md"), ownedBy(ready("b"), "md"), ownedBy(ready("c"), "md"), notSelected(ownedBy(ready("d"), "md"))}, nil, 3, 0, 2},
 	} {

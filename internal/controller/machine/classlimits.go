@@ -25,6 +25,7 @@ const queuedPrefix = "queued: "
 const (
 	ReasonQueued        = "Queued"
 	ReasonCreateStarted = "CreateStarted"
+	ReasonLeftQueue     = "LeftQueue"
 )
 
 // takeSlot asks the limiter for a slot of op in the Machine's class
@@ -41,7 +42,7 @@ func (r *Reconciler) takeSlot(s *scope, class *v1alpha1.MachineClass, op classli
 	ok, inFlight := r.Limits.Acquire(op, client.ObjectKeyFromObject(class), limit, client.ObjectKeyFromObject(s.machine), s.machine.UID)
 	if ok {
 		if op == classlimit.Create {
-			endQueued(s, "the create started, after waiting for a slot of class "+class.Name)
+			endQueued(s, ReasonCreateStarted, "the create started, after waiting for a slot of class "+class.Name)
 		}
 		return true
 	}
@@ -52,20 +53,35 @@ func (r *Reconciler) takeSlot(s *scope, class *v1alpha1.MachineClass, op classli
 	}
 	description := fmt.Sprintf("%s%d of %d %s of class %s in flight (its %s); waiting for one to end",
 		queuedPrefix, inFlight, *limit, op, class.Name, field)
-	if last := s.machine.Status.LastOperation; last.Type != opType || last.Description != description {
+	// A failed operation's record stays: its failure count is the retry
+	// backoff's, which a "queued" record would start again from the base.
+	if last := s.machine.Status.LastOperation; last.State != v1alpha1.OperationFailed && (last.Type != opType || last.Description != description) {
 		s.operation(opType, v1alpha1.OperationProcessing, "", description)
 	}
-	if op == classlimit.Create {
+	// Only the first wait holds the creation timeout back: a Machine
+	// queued again (its create failed and is retried) has had its turn,
+	// and its timeout keeps counting from its first create.
+	if op == classlimit.Create && s.condition(v1alpha1.CreateQueuedCondition) == nil {
 		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionTrue, ReasonQueued, description)
 	}
 	return false
 }
 
+// leftCreateQueue sets CreateQueued False on a Machine whose reconcile did
+// not wait for a create slot (its VM was found, its class went, a failure
+// it retries later, a restart emptied the queue): the creation timeout
+// runs again, so a Machine can never stay exempt from it.
+func leftCreateQueue(s *scope) {
+	if !s.askedSlot[classlimit.Create] {
+		endQueued(s, ReasonLeftQueue, "no longer waiting for a create slot of its class")
+	}
+}
+
 // endQueued sets CreateQueued False on a Machine that waited, now that its
 // create started or its VM was found without one.
-func endQueued(s *scope, message string) {
+func endQueued(s *scope, reason, message string) {
 	if s.isTrue(v1alpha1.CreateQueuedCondition) {
-		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionFalse, ReasonCreateStarted, message)
+		s.setCondition(v1alpha1.CreateQueuedCondition, metav1.ConditionFalse, reason, message)
 	}
 }
 

@@ -236,7 +236,7 @@ func (d *driverInfra) initialize(ctx context.Context, s *scope, secret *corev1.S
 
 func (d *driverInfra) provisioned(s *scope) reconcile.Result {
 	d.recordAppliedSpec(s)
-	endQueued(s, "the VM exists")
+	endQueued(s, ReasonCreateStarted, "the VM exists")
 	s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionTrue, ReasonProvisioned, "VM "+s.machine.Spec.ProviderID+" exists")
 	if s.machine.Status.LastOperation.State != v1alpha1.OperationSucceeded {
 		s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "VM "+s.machine.Spec.ProviderID+" exists; waiting for its Node")

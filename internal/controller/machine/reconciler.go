@@ -131,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}
+	leftCreateQueue(s)
 	if !s.statusWithCreate { // written with the create's outcome (see driverInfra.create)
 		s.machine.Status.Phase = ComputePhase(s.machine)
 		s.machine.Status.ObservedGeneration = s.machine.Generation

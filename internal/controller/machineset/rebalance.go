@@ -3,6 +3,8 @@ package machineset
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/spread"
@@ -28,11 +30,20 @@ func rebalanceHeld(ms *v1alpha1.MachineSet, alive []*v1alpha1.Machine, now time.
 	minReady := time.Duration(ms.Spec.MinReadySeconds) * time.Second
 	held := 0
 	for _, m := range alive {
-		if _, ok := m.Annotations[rebalanceAnnotation]; ok && !plan.Available(m, minReady, now) {
+		if _, ok := m.Annotations[rebalanceAnnotation]; ok && onItsWay(m) && !plan.Available(m, minReady, now) {
 			held++
 		}
 	}
 	return min(held, int(fd.RebalanceSurge))
+}
+
+// onItsWay reports whether a rebalance Machine is still arriving: no Node
+// yet, or Ready and waiting out minReadySeconds. One that arrived and
+// went NotReady later is not a move in progress: holding it would keep the
+// set above spec.replicas for as long as it is down.
+func onItsWay(m *v1alpha1.Machine) bool {
+	return m.Status.FailureReason == "" &&
+		(m.Status.NodeRef == nil || meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition))
 }
 
 // rebalanceTo is the zone a rebalance creates one Machine in, "" when
