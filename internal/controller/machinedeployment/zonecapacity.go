@@ -54,21 +54,13 @@ type zoneEvidence struct {
 	createdBy string
 }
 
-// refusedForCapacity reports whether m's VM was never created because the
-// provider had no capacity (docs/failure-domains.md).
-func refusedForCapacity(m *v1alpha1.Machine) bool {
-	op := m.Status.LastOperation
-	return m.Spec.ProviderID == "" && op.Type == v1alpha1.OperationCreate && op.State == v1alpha1.OperationFailed &&
-		op.ErrorCode == "ResourceExhausted"
-}
-
 // zoneEvidenceChanged reports a placed Machine whose create was just
 // refused for capacity, or, refused before, just got its VM. A Machine
 // that gets its VM at the first try (a probe that succeeds) wakes the
 // deployment when its Node turns Ready (machineCounted): waking it for
 // every VM created would double a scale-up's reconciles for nothing.
 func zoneEvidenceChanged(old, cur *v1alpha1.Machine) bool {
-	return cur.Spec.FailureDomain != "" && refusedForCapacity(old) != refusedForCapacity(cur)
+	return cur.Spec.FailureDomain != "" && spread.RefusedForCapacity(old) != spread.RefusedForCapacity(cur)
 }
 
 // vmCreated is when m's VM was created: when InfrastructureReady turned
@@ -98,7 +90,7 @@ func (s *scope) zoneEvidenceOf() map[string]*zoneEvidence {
 			}
 			ev.machines++
 			switch {
-			case refusedForCapacity(m):
+			case spread.RefusedForCapacity(m):
 				if t := m.Status.LastOperation.LastUpdateTime.Time; !t.Before(ev.refused) {
 					ev.refused, ev.refusedBy = t, m.Name
 				}

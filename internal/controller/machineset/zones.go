@@ -17,7 +17,6 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/spread"
-	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // zoneView is what a set with spec.failureDomains places and removes
@@ -155,16 +154,8 @@ func (z *zoneView) place(n int) []string {
 // and safe, and its replacement goes to a zone with capacity — if there
 // is one; otherwise it stays where it is, and the retries probe.
 func (z *zoneView) stuck(m *v1alpha1.Machine) bool {
-	if z == nil || m.Spec.ProviderID != "" || !z.outOfCapacity(m.Spec.FailureDomain) || !z.anyWithCapacity() {
-		return false
-	}
-	op := m.Status.LastOperation
-	return op.Type == v1alpha1.OperationCreate && op.State == v1alpha1.OperationFailed && op.ErrorCode == resourceExhausted
+	return z != nil && z.outOfCapacity(m.Spec.FailureDomain) && z.anyWithCapacity() && spread.RefusedForCapacity(m)
 }
-
-// resourceExhausted is the error code a create refused for capacity
-// records in the Machine's last operation.
-var resourceExhausted = driver.ResourceExhausted.String()
 
 func (z *zoneView) outOfCapacity(zone string) bool {
 	for _, p := range z.placement {
