@@ -38,6 +38,11 @@ func TestProvenSetCreatesAllAtOnceAfterARestart(t *testing.T) {
 	})
 	scaleTo(h, "proven", 0)
 	waitReady(h, "proven", 0, 60*time.Second)
+	// Gone, not only being deleted: a Machine still Ready while its
+	// deletion finishes would be taken below for one of the new ones.
+	h.Eventually(60*time.Second, "the proven set's Machine gone", func() (bool, error) {
+		return len(machinesOf(h, "proven")) == 0, nil
+	})
 
 	// A restart, during which the class changes: from now on no VM of it
 	// joins.
