@@ -37,13 +37,18 @@ func rebalanceHeld(ms *v1alpha1.MachineSet, alive []*v1alpha1.Machine, now time.
 	return min(held, int(fd.RebalanceSurge))
 }
 
-// onItsWay reports whether a rebalance Machine is still arriving: no Node
-// yet, or Ready and waiting out minReadySeconds. One that arrived and
-// went NotReady later is not a move in progress: holding it would keep the
-// set above spec.replicas for as long as it is down.
+// onItsWay reports whether a rebalance Machine is still arriving: it
+// never ran yet (no phase, Pending, Provisioning, Provisioned: its Node
+// may be registered and not yet Ready), or it is Ready and waiting out
+// minReadySeconds. One that ran and went NotReady later (Unknown) is not
+// a move in progress: holding it would keep the set above spec.replicas
+// for as long as it is down.
 func onItsWay(m *v1alpha1.Machine) bool {
-	return m.Status.FailureReason == "" &&
-		(m.Status.NodeRef == nil || meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition))
+	switch m.Status.Phase {
+	case "", v1alpha1.PhasePending, v1alpha1.PhaseProvisioning, v1alpha1.PhaseProvisioned:
+		return true
+	}
+	return meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ReadyCondition)
 }
 
 // rebalanceTo is the zone a rebalance creates one Machine in, "" when
