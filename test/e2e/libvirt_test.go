@@ -87,6 +87,11 @@ func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
 	if err := w.connect(); err != nil {
 		t.Fatalf("connecting to libvirt: %v", err)
 	}
+	if err := w.removeDomainsAndPool(func(d domain) {
+		t.Logf("removing domain %s of Machine %s, left by an earlier run", d.name, d.meta.Name)
+	}); err != nil {
+		t.Fatalf("listing the domains an earlier run left: %v", err)
+	}
 	x, _ := (&libvirtxml.StoragePool{Type: "dir", Name: w.pool, Target: &libvirtxml.StoragePoolTarget{Path: filepath.Join(dir, "pool")}}).Marshal()
 	if _, err := w.l.StoragePoolCreateXML(x, 0); err != nil {
 		t.Fatalf("creating the scenario's storage pool: %v", err)
@@ -279,14 +284,25 @@ func (w *vmWorld) cleanup(t testing.TB) {
 			return
 		}
 	}
-	doms, err := w.domains()
-	if err != nil {
-		t.Errorf("listing the scenario's domains: %v", err)
-	}
-	for _, d := range doms {
+	if err := w.removeDomainsAndPool(func(d domain) {
 		if t.Failed() {
 			t.Logf("--- console of %s (Machine %s), last 30 lines ---\n%s", d.name, d.meta.Name, w.consoleTail(d.name, 30))
 		}
+	}); err != nil {
+		t.Errorf("listing the scenario's domains: %v", err)
+	}
+	_ = w.l.Disconnect()
+	_ = os.RemoveAll(w.dir)
+}
+
+// removeDomainsAndPool destroys and undefines the domains of the
+// scenario's namespace, calling before on each first, and removes its pool
+// with its volumes. At the start of a scenario it removes what a run
+// killed mid-way left in libvirtd (a CI run once failed on them).
+func (w *vmWorld) removeDomainsAndPool(before func(domain)) error {
+	doms, err := w.domains()
+	for _, d := range doms {
+		before(d)
 		dom, err := w.l.DomainLookupByName(d.name)
 		if err != nil {
 			continue
@@ -305,9 +321,9 @@ func (w *vmWorld) cleanup(t testing.TB) {
 			}
 		}
 		_ = w.l.StoragePoolDestroy(pool)
+		_ = w.l.StoragePoolUndefine(pool) // a persistent pool, defined by hand
 	}
-	_ = w.l.Disconnect()
-	_ = os.RemoveAll(w.dir)
+	return err
 }
 
 // defineDomain defines (and does not start) a small domain named name,

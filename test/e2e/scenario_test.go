@@ -100,7 +100,10 @@ func (s *scenario) cleanup() {
 }
 
 func (s *scenario) processNames() []string {
-	names := []string{s.driver}
+	var names []string
+	if s.driver != "" { // not started yet
+		names = append(names, s.driver)
+	}
 	for _, m := range s.managers {
 		names = append(names, m.name)
 	}
