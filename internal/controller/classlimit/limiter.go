@@ -188,6 +188,22 @@ func (l *Limiter) Release(op Op, class types.NamespacedName, uid types.UID) {
 	l.dropIfIdleLocked(k, s)
 }
 
+// SetLimits records class's limits as its spec now says (the class
+// controller calls it when it sees the class): a raised limit, or one
+// removed, wakes as many queued Machines as it leaves room for at once,
+// rather than at their periodic retry. A class nobody holds or waits on
+// is not recorded.
+func (l *Limiter) SetLimits(class types.NamespacedName, creates, deletes *int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for op, limit := range map[Op]*int32{Create: creates, Delete: deletes} {
+		if s := l.classes[key{class, op}]; s != nil {
+			s.limit = limit
+			l.wakeLocked(s)
+		}
+	}
+}
+
 // Leave takes machine out of the queue of op, if it waits in one: its
 // reconcile no longer asks for a slot (it is deleted, paused, failed, or
 // its class's limit went, or it is gone). The queue it leaves may wake

@@ -3,6 +3,7 @@ package classlimit_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -112,5 +113,49 @@ func TestTakingTheSlotWakesNoOther(t *testing.T) {
 		if woken := <-l.Wake(); woken.Object.GetName() != want {
 			t.Fatalf("woke %s, want %s: no slot of class small was free once %s took it", woken.Object.GetName(), want, b.Name)
 		}
+	}
+}
+
+// A raised limit wakes as many queued Machines as it leaves room for, the
+// longest queued first, without waiting for a slot to be given back.
+func TestRaisedLimitWakesQueuedMachines(t *testing.T) {
+	l := classlimit.New()
+	for i := range 5 {
+		m, uid := machine(i)
+		l.Acquire(classlimit.Create, class, ptr.To[int32](1), m, uid)
+	}
+	l.SetLimits(class, ptr.To[int32](3), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = l.Start(ctx) }()
+	for _, i := range []int{1, 2} {
+		want, _ := machine(i)
+		if woken := nextWake(t, l); woken != want.Name {
+			t.Fatalf("woke %s, want %s", woken, want.Name)
+		}
+	}
+	// Nothing more: the third wake would be a slot the limit does not
+	// have. A later release in another class is the next wake.
+	other := types.NamespacedName{Namespace: "ns", Name: "other"}
+	x, xuid := machine(10)
+	y, yuid := machine(11)
+	l.Acquire(classlimit.Create, other, ptr.To[int32](1), x, xuid)
+	l.Acquire(classlimit.Create, other, ptr.To[int32](1), y, yuid)
+	l.Release(classlimit.Create, other, xuid)
+	if woken := nextWake(t, l); woken != y.Name {
+		t.Fatalf("woke %s, want %s: the raised limit left room for two Machines only", woken, y.Name)
+	}
+}
+
+// nextWake is the name of the next Machine woken, failing the test when
+// none is woken within a generous bound (a wake missed, not a slow one).
+func nextWake(t *testing.T, l *classlimit.Limiter) string {
+	t.Helper()
+	select {
+	case woken := <-l.Wake():
+		return woken.Object.GetName()
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Machine woken")
+		return ""
 	}
 }

@@ -108,6 +108,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 
+	if r.Provisioning != nil {
+		// Before the counts are read: a raised limit wakes the queued
+		// Machines now.
+		r.Provisioning.SetLimits(client.ObjectKeyFromObject(class), class.Spec.MaxConcurrentCreates, class.Spec.MaxConcurrentDeletes)
+	}
 	r.setStatus(class, u)
 	if inUse := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.InUseCondition); deleting && u.any() &&
 		!equality.Semantic.DeepEqual(meta.FindStatusCondition(original.Status.Conditions, v1alpha1.InUseCondition), inUse) {
