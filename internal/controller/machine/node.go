@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,6 +107,7 @@ func (r *Reconciler) syncNode(ctx context.Context, s *scope) (reconcile.Result, 
 	if !applyNodeTemplate(node, desiredNodeState(s.machine), backReferences(s.machine)) {
 		return reconcile.Result{}, nil
 	}
+	warnZoneOverride(s, s.node, node)
 	// Locked on the labels, annotations and taints it changes, not on the
 	// whole Node: the kubelet's status writes (Ready, heartbeats) do not
 	// refuse it. A quarter of these patches failed so in a rolling update
@@ -122,6 +124,23 @@ func (r *Reconciler) syncNode(ctx context.Context, s *scope) (reconcile.Result, 
 	}
 	s.node = node
 	return reconcile.Result{}, nil
+}
+
+// warnZoneOverride emits a Warning Event when the Node's zone label, as
+// the kubelet or the cloud reported it, is replaced by the Machine's
+// spec.failureDomain: the spread believes the Machine is in another zone
+// than its provider says (a class whose zones do not match the cloud's),
+// which a user must hear about rather than find in the labels. Once
+// replaced the label is ours, so the Event is sent once per Node.
+func warnZoneOverride(s *scope, before, after *corev1.Node) {
+	reported, ok := before.Labels[corev1.LabelTopologyZone]
+	want := after.Labels[corev1.LabelTopologyZone]
+	if !ok || reported == want || s.machine.Spec.FailureDomain == "" {
+		return
+	}
+	s.event(corev1.EventTypeWarning, "ZoneOverridden", fmt.Sprintf(
+		"Node %s reported zone %q; its %s label is set to the Machine's spec.failureDomain %q (docs/failure-domains.md)",
+		before.Name, reported, corev1.LabelTopologyZone, want))
 }
 
 // nodeState is what Millwright applies to a Node; the last applied one is
