@@ -36,26 +36,33 @@ func Failed(m *v1alpha1.Machine) bool { return m.Status.FailureReason != "" }
 // "false" on the one that decides keeps the Machine from being preserved
 // at all, automatically or not.
 func Requested(m *v1alpha1.Machine, node *corev1.Node) Request {
-	where := "Machine " + m.Name
 	value, ok := m.Annotations[v1alpha1.PreserveAnnotation]
-	if !ok && node != nil {
-		where = "Node " + node.Name
+	onNode := !ok && node != nil
+	if onNode {
 		value, ok = node.Annotations[v1alpha1.PreserveAnnotation]
 	}
-	source := where + " has " + v1alpha1.PreserveAnnotation + "=" + value
+	// The words are made only when an annotation is there: Held asks this
+	// of every Machine of a set at every count (docs/benchmarks.md).
+	where := func() string {
+		if onNode {
+			return "Node " + node.Name
+		}
+		return "Machine " + m.Name
+	}
+	source := func() string { return where() + " has " + v1alpha1.PreserveAnnotation + "=" + value }
 	switch {
 	case !ok:
 	case value == v1alpha1.PreserveNever:
 		return Request{}
 	case value == v1alpha1.PreserveNow:
-		return Request{Reason: v1alpha1.PreservedNowReason, Source: source}
+		return Request{Reason: v1alpha1.PreservedNowReason, Source: source()}
 	case value == v1alpha1.PreserveWhenFailed:
 		if Failed(m) {
-			return Request{Reason: v1alpha1.PreservedWhenFailedReason, Source: source + " and the Machine failed"}
+			return Request{Reason: v1alpha1.PreservedWhenFailedReason, Source: source() + " and the Machine failed"}
 		}
 	default:
 		return Request{Invalid: fmt.Sprintf("%s has %s=%q; the known values are %q, %q and %q",
-			where, v1alpha1.PreserveAnnotation, value, v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever)}
+			where(), v1alpha1.PreserveAnnotation, value, v1alpha1.PreserveNow, v1alpha1.PreserveWhenFailed, v1alpha1.PreserveNever)}
 	}
 	if Failed(m) && Auto(m) {
 		return Request{Reason: v1alpha1.PreservedAutoReason, Source: "its MachineSet keeps it under spec.autoPreserveFailedMax"}
