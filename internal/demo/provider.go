@@ -87,20 +87,29 @@ func (p *simProvider) printNextSteps(out io.Writer, cluster *localcluster.Cluste
 	printSimNextSteps(out, p.root, p.bin, cluster, p.adminAddr)
 }
 
-// vmHostIP is the host as QEMU's user-mode network shows it to a guest:
-// without restrict, a guest's connection to it reaches the host's
-// loopback, where the API server listens (docs/providers/node-agent.md).
-var vmHostIP = net.IPv4(10, 0, 2, 2)
+// vmAPIServerIP is where the VMs reach the API server: their user-mode
+// network is restricted to one guest forward, from this address at the
+// API server's port to the API server on the host's loopback
+// (config/demo/libvirt, docs/providers/libvirt.md "The network").
+var vmAPIServerIP = net.IPv4(10, 0, 2, 100)
 
 // libvirtProvider: millwright-libvirt and real VMs booting the node agent.
 type libvirtProvider struct {
 	root, bin string
+	// apiPort is the API server's port, which the classes' guest forward
+	// names (known once the cluster started).
+	apiPort string
 }
 
 func (p *libvirtProvider) name() string                { return ProviderLibvirt }
-func (p *libvirtProvider) apiServerExtraIPs() []net.IP { return []net.IP{vmHostIP} }
+func (p *libvirtProvider) apiServerExtraIPs() []net.IP { return []net.IP{vmAPIServerIP} }
 
 func (p *libvirtProvider) start(ctx context.Context, cluster *localcluster.Cluster, socket string, say func(string, ...any)) (func(), error) {
+	u, err := url.Parse(cluster.APIServerURL())
+	if err != nil {
+		return nil, err
+	}
+	p.apiPort = u.Port()
 	say("Making sure libvirtd and virtlogd run...")
 	daemons, err := libvirtd.Ensure(ctx, filepath.Join(cluster.Dir(), "logs"))
 	if err != nil {
@@ -131,7 +140,7 @@ func (p *libvirtProvider) start(ctx context.Context, cluster *localcluster.Clust
 
 func (p *libvirtProvider) managerArgs(cluster *localcluster.Cluster) []string {
 	u, _ := url.Parse(cluster.APIServerURL())
-	return []string{"--token-bootstrap-api-server", "https://" + vmHostIP.String() + ":" + u.Port()}
+	return []string{"--token-bootstrap-api-server", "https://" + vmAPIServerIP.String() + ":" + u.Port()}
 }
 
 func (p *libvirtProvider) manifests() string {
@@ -143,7 +152,7 @@ func (p *libvirtProvider) sample() string {
 }
 
 func (p *libvirtProvider) vars() map[string]string {
-	return map[string]string{"BIN": p.bin}
+	return map[string]string{"BIN": p.bin, "API_PORT": p.apiPort}
 }
 
 func (p *libvirtProvider) hasWorkload() bool { return false }
@@ -198,10 +207,10 @@ kube-controller-manager approved. Try this, in another terminal:
   # Scale the fleet, or roll it to a class with more memory (one extra VM
   # at a time; the class names this repository's bin/vm files):
   kubectl scale machinedeployment demo --replicas=4
-  sed 's|<<BIN>>|%[4]s|g' %[3]s | kubectl apply -f -
+  sed 's|<<BIN>>|%[4]s|g; s|<<API_PORT>>|%[6]s|g' %[3]s | kubectl apply -f -
   kubectl patch machinedeployment demo --type merge -p '{"spec":{"template":{"spec":{"class":{"name":"demo-large"}}}}}'
 
 Logs of every process are in %[5]s. On exit the demo deletes its VMs.
 `, cluster.Kubeconfig(), kubectl, filepath.Join(p.manifests(), "extras", "machineclass-large.yaml"), p.bin,
-		filepath.Join(cluster.Dir(), "logs"))
+		filepath.Join(cluster.Dir(), "logs"), p.apiPort)
 }

@@ -20,6 +20,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ConsoleDir, "console-dir", o.ConsoleDir, "directory on the libvirt host where each VM's serial console is logged")
 	fs.StringVar(&o.QEMULogDir, "qemu-log-dir", o.QEMULogDir, "libvirt's directory of per-domain QEMU logs on the libvirt host (qemu.conf's; the default is qemu:///system's), from which a deletion removes the domain's")
 	fs.DurationVar(&o.Reconnect, "reconnect", o.Reconnect, "how often an unreachable libvirt is tried again")
+	fs.StringVar(&o.RelayBinary, "relay-binary", o.RelayBinary, "program on the libvirt host that QEMU runs as \"PROGRAM relay HOST:PORT\" for each connection through a guest forward (executable by libvirt's QEMU user); empty: this program")
 	fs.DurationVar(&o.KVMProbeTimeout, "kvm-probe-timeout", o.KVMProbeTimeout, "how long the probe of domainType auto waits for a KVM guest to boot before deciding on qemu")
 }
 
@@ -39,6 +40,9 @@ docs/providers/libvirt.md for the providerSpec.`,
 		Example: `  millwright-libvirt --endpoint unix:///tmp/libvirt.sock`,
 	}
 	o.AddFlags(cmd.Flags())
+	cmd.AddCommand(relayCommand())
+	// No completion command: the subcommand is for QEMU, not for shells.
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cli.PluginCommand(cmd, logOut, &o.PluginFlags, o.Validate, func(ctx context.Context, log *slog.Logger) error {
 		return Run(ctx, o, log)
 	})

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -43,6 +45,10 @@ type Options struct {
 	Reconnect time.Duration
 	// KVMProbeTimeout bounds the KVM probe of domainType auto.
 	KVMProbeTimeout time.Duration
+	// RelayBinary is what QEMU runs (`RelayBinary relay HOST:PORT`) for
+	// each connection through a guest forward; empty: this program
+	// (Validate fills it in).
+	RelayBinary string
 }
 
 // NewOptions returns the defaults of every flag.
@@ -58,6 +64,20 @@ func NewOptions() *Options {
 	}
 }
 
+// self is this program's path, for the relay: its default is the
+// driver's own binary, which has the relay subcommand. Empty if unknown
+// (Validate then asks for --relay-binary).
+func self() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		p = r
+	}
+	return p
+}
+
 // Run serves the driver until ctx ends, then stops gracefully. o must have
 // passed Validate. An unreachable libvirt does not stop it: it is logged,
 // retried every o.Reconnect, /readyz fails, and driver calls answer
@@ -65,7 +85,7 @@ func NewOptions() *Options {
 func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	d := libvirt.New(libvirt.Options{
 		Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir, QEMULogDir: o.QEMULogDir,
-		ProbeTimeout: o.KVMProbeTimeout, Logger: log,
+		ProbeTimeout: o.KVMProbeTimeout, RelayBinary: o.RelayBinary, Logger: log,
 	})
 	defer d.Close()
 	// Listen before serving anything, so a busy port fails the start at once.
@@ -106,7 +126,8 @@ func healthHandler(d *libvirt.Driver) http.Handler {
 }
 
 // Validate checks every flag at once, one line per problem, as a
-// cli.UsageError. An empty Endpoint is taken from the environment first.
+// cli.UsageError. An empty Endpoint is taken from the environment first,
+// an empty RelayBinary is this program.
 func (o *Options) Validate() error {
 	var c cli.Checks
 	o.PluginFlags.Check(&c)
@@ -124,6 +145,12 @@ func (o *Options) Validate() error {
 	}
 	if o.Reconnect <= 0 {
 		c.Bad("reconnect", "must be a positive duration, got %s", o.Reconnect)
+	}
+	if o.RelayBinary == "" {
+		o.RelayBinary = self()
+	}
+	if err := libvirt.CheckRelayBinary(o.RelayBinary); err != nil {
+		c.Bad("relay-binary", "%v", err)
 	}
 	if o.KVMProbeTimeout <= 0 {
 		c.Bad("kvm-probe-timeout", "must be a positive duration, got %s", o.KVMProbeTimeout)

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,9 +24,16 @@ import (
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
-// vmHostIP is the host as QEMU's user-mode network shows it to a guest
-// (without restrict, a guest's connection to it reaches the host's
-// loopback): VMs reach the shared cluster's API server there.
+// vmAPIServerIP is where the VMs reach the shared cluster's API server:
+// their network is restricted, and this address of it is forwarded, one
+// relay per connection, to the API server on the host's loopback
+// (docs/providers/libvirt.md, "The network").
+var vmAPIServerIP = net.IPv4(10, 0, 2, 100)
+
+// vmHostIP is the host as QEMU's user-mode network shows it to a guest:
+// without restrict, a guest's connection to it reaches the host's
+// loopback, the API server included. The VMs' network is restricted, so
+// TestVMNeverJoins's VMs, told to join there, must not reach it.
 var vmHostIP = net.IPv4(10, 0, 2, 2)
 
 // qemuPIDDir is where libvirt's QEMU driver (qemu:///system) keeps the pid
@@ -137,11 +145,28 @@ func (w *vmWorld) driverReadyz() (int, string, error) {
 
 // vmSpec is the providerSpec of the scenario's VMs: the node agent's
 // kernel and initramfs booted directly under TCG, 1 vCPU, memory as
-// given, on QEMU's user-mode network without restrict (so the guest
-// reaches the API server on the host's loopback at vmHostIP).
+// given, on QEMU's user-mode network restricted to one guest forward:
+// vmAPIServerIP at the API server's port to the API server on the host's
+// loopback.
 func (w *vmWorld) vmSpec(memory string) string {
-	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"30s","network":{"user":{}}}`,
-		memory, w.kernel, w.initramfs, w.pool)
+	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"30s","network":{"user":%s}}`,
+		memory, w.kernel, w.initramfs, w.pool, vmNetwork())
+}
+
+// vmNetwork is the VMs' user-mode network (network.user of vmSpec).
+func vmNetwork() string {
+	port := apiServerPort()
+	return fmt.Sprintf(`{"restrict":true,"guestForwards":[{"guest":"%s:%s","host":"127.0.0.1:%s"}]}`, vmAPIServerIP, port, port)
+}
+
+// apiServerPort is the shared cluster's API server port on the host's
+// loopback.
+func apiServerPort() string {
+	u, err := url.Parse(cluster.APIServerURL())
+	if err != nil {
+		panic(err) // the cluster's own URL
+	}
+	return u.Port()
 }
 
 // domain is one of the scenario's domains.
@@ -244,6 +269,27 @@ func (w *vmWorld) qemuProcesses() []int {
 		}
 		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && bytes.Contains(cmd, []byte("qemu-system")) && bytes.Contains(cmd, []byte(w.dir+"/")) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// relayProcesses lists the pids of the relays QEMU runs for the VMs'
+// connections to the API server: millwright-libvirt (bin's) relay
+// 127.0.0.1:<its port>. Only one VM scenario runs at a time, so they are
+// the scenario's.
+func relayProcesses() []int {
+	want := []byte(filepath.Join(binDir, "millwright-libvirt") + "\x00" + libvirt.RelayCommand + "\x00127.0.0.1:" + apiServerPort() + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Equal(cmd, want) {
 			out = append(out, pid)
 		}
 	}

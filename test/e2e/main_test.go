@@ -12,11 +12,12 @@
 //
 // The VM scenarios (vm_test.go) run real QEMU VMs through libvirt, so the
 // suite needs root and starts libvirtd and virtlogd when they are not
-// running (internal/libvirtd). The VMs use QEMU's user-mode network without
-// restrict and reach the API server on the host's loopback at 10.0.2.2
-// (docs/providers/node-agent.md says why no guest forward can carry the
-// agent's connections under libvirt), so the shared cluster's serving
-// certificate carries that address too.
+// running (internal/libvirtd). The VMs use QEMU's user-mode network
+// restricted to one guest forward, 10.0.2.100 at the API server's port to
+// the API server on the host's loopback (each connection through a relay
+// QEMU runs, docs/providers/libvirt.md), so the shared cluster's serving
+// certificate carries that address; and 10.0.2.2, the host's loopback on
+// an unrestricted network, which TestVMNeverJoins's VMs must not reach.
 package e2e
 
 import (
@@ -82,7 +83,7 @@ func run(m *testing.M) int {
 	// instead of in a temporary directory removed at the end.
 	cluster, err = localcluster.Start(ctx, localcluster.Options{
 		BinDir: binDir, Dir: os.Getenv("E2E_DIR"), Logf: logf,
-		APIServerExtraIPs: []net.IP{vmHostIP},
+		APIServerExtraIPs: []net.IP{vmAPIServerIP, vmHostIP},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -5,9 +5,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +49,11 @@ const smallVM, largeVM = "256Mi", "384Mi"
 //     controller makes its Node NotReady (its Lease is no longer renewed),
 //     the Machine goes Unknown, then Failed after the health timeout, and
 //     is replaced.
+//     Their network is restricted to the one guest forward to the API
+//     server, whose connections go through relays QEMU runs (no seccomp
+//     sandbox).
 //  4. Scaling to 0 leaves no domain, no volume in the pool, no QEMU
-//     process and no Node of the scenario.
+//     process, no relay and no Node of the scenario.
 func TestVMLifecycle(t *testing.T) {
 	const replicas = 3
 	s := newVMScenario(t, "vm")
@@ -66,6 +71,7 @@ func TestVMLifecycle(t *testing.T) {
 	s.logCreateToRunning(rec, fleet)
 	s.checkJoinedThroughCSR(fleet)
 	s.checkNodeMemory(fleet, smallVM)
+	s.checkRestrictedNetwork(fleet)
 
 	// 2. Rolling update to more memory.
 	stopCheck := rec.addCheck(withinRollingBounds(replicas, 1, 0))
@@ -134,6 +140,41 @@ func TestVMLifecycle(t *testing.T) {
 	}
 }
 
+// checkRestrictedNetwork checks the network of the Machines' VMs: QEMU's
+// command line has the restricted user-mode network with the one guest
+// forward, whose connections run the relay, and no seccomp sandbox
+// (which would forbid running it); and relays run (the agents are
+// connected to the API server through them).
+func (s *scenario) checkRestrictedNetwork(ms []v1alpha1.Machine) {
+	s.t.Helper()
+	port := apiServerPort()
+	want := fmt.Sprintf("\x00user,id=mwnet0,restrict=on,guestfwd=tcp:%s:%s-cmd:%s %s 127.0.0.1:%s\x00",
+		vmAPIServerIP, port, filepath.Join(binDir, "millwright-libvirt"), libvirt.RelayCommand, port)
+	for _, m := range ms {
+		dom, err := s.vm.domainOf(m.Name)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		pid, err := qemuPID(dom.name)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if !strings.Contains(string(cmd), want) || strings.Count(string(cmd), "guestfwd=") != 1 || strings.Contains(string(cmd), "-sandbox") {
+			s.t.Errorf("QEMU of Machine %s: want the restricted network %q with that one guest forward and no -sandbox; its command line:\n%s",
+				m.Name, want, strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	relays := relayProcesses()
+	if len(relays) == 0 {
+		s.t.Error("no relay runs, yet the VMs joined: their connections do not go through the guest forward")
+	}
+	s.t.Logf("%d relays run for %d VMs", len(relays), len(ms))
+}
+
 // vmMachineSpec is the spec of Machines of a libvirt class whose bootstrap
 // data comes from a TokenBootstrapConfigTemplate.
 func vmMachineSpec(class, template string) v1alpha1.MachineSpec {
@@ -144,13 +185,10 @@ func vmMachineSpec(class, template string) v1alpha1.MachineSpec {
 	}
 }
 
-// vmAPIServer is the API server's URL as the VMs reach it.
-func vmAPIServer(t testing.TB) string {
-	u, err := url.Parse(cluster.APIServerURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "https://" + vmHostIP.String() + ":" + u.Port()
+// vmAPIServer is the API server's URL as the VMs reach it: through their
+// network's one guest forward (vmSpec).
+func vmAPIServer(testing.TB) string {
+	return "https://" + vmAPIServerIP.String() + ":" + apiServerPort()
 }
 
 // createVMClass creates a libvirt MachineClass of the scenario's VMs with
@@ -272,8 +310,11 @@ func (s *scenario) logCreateToRunning(rec *recorder, ms []v1alpha1.Machine) {
 }
 
 // TestVMNeverJoins proves the fate of VMs that boot but never join: their
-// bootstrap data names an API server nothing listens at
-// (https://10.0.2.2:1), so the node agent retries forever. Each Machine is
+// bootstrap data names the API server at the host's loopback as an
+// unrestricted user-mode network shows it (https://10.0.2.2:<its port>),
+// which their restricted network does not reach (the certificate has the
+// address: without restrict they would join), so the node agent retries
+// forever. Each Machine is
 // Failed at the creation timeout (reason CreationTimeout) with the VM's
 // console tail (where the agent logs why it cannot join) in its failure
 // message, its VM is deleted, and it is replaced — the first at once, the
@@ -283,10 +324,11 @@ func TestVMNeverJoins(t *testing.T) {
 	s := newVMScenario(t, "vmnojoin")
 	s.startManager("--machine-creation-timeout", creationTimeout.String())
 	s.createVMClass("small", smallVM)
+	unreachable := vmHostIP.String() + ":" + apiServerPort()
 	s.create(&bootstrapv1.TokenBootstrapConfigTemplate{
 		ObjectMeta: metav1.ObjectMeta{Name: "unreachable", Namespace: s.ns},
 		Spec: bootstrapv1.TokenBootstrapConfigTemplateSpec{Template: bootstrapv1.TokenBootstrapConfigTemplateResource{
-			Spec: bootstrapv1.TokenBootstrapConfigSpec{APIServer: "https://" + vmHostIP.String() + ":1"}}},
+			Spec: bootstrapv1.TokenBootstrapConfigSpec{APIServer: "https://" + unreachable}}},
 	})
 	rec := s.record()
 	s.createDeploymentOf(1, vmMachineSpec("small", "unreachable"), 1, 0)
@@ -315,8 +357,8 @@ func TestVMNeverJoins(t *testing.T) {
 			t.Errorf("Machine %s was replaced without being seen Failed: %v", name, rec.phasesOf()[name])
 		case v.failureReason != "CreationTimeout":
 			t.Errorf("Machine %s failed with reason %q, want CreationTimeout", name, v.failureReason)
-		case !strings.Contains(v.failureMessage, "10.0.2.2:1"):
-			t.Errorf("Machine %s's failure message does not quote the VM's console (the agent's error about 10.0.2.2:1): %q", name, v.failureMessage)
+		case !strings.Contains(v.failureMessage, unreachable):
+			t.Errorf("Machine %s's failure message does not quote the VM's console (the agent's error about %s): %q", name, unreachable, v.failureMessage)
 		}
 	}
 	// The creation time has whole seconds (up to 1s early) and the
@@ -456,11 +498,11 @@ func TestVMDriverRestartAndOrphans(t *testing.T) {
 	rec.verify()
 }
 
-// waitNothingLeft waits until no Node, volume or QEMU process of the VM
-// scenario is left (after a scale to 0).
+// waitNothingLeft waits until no Node, volume, QEMU process or relay of
+// the VM scenario is left (after a scale to 0).
 func (s *scenario) waitNothingLeft() {
 	s.t.Helper()
-	s.eventually(time.Minute, "no Node, volume or QEMU process of the scenario left", func() (bool, error) {
+	s.eventually(time.Minute, "no Node, volume, QEMU process or relay of the scenario left", func() (bool, error) {
 		nodes, err := s.scenarioNodes()
 		if err != nil {
 			return false, err
@@ -469,7 +511,7 @@ func (s *scenario) waitNothingLeft() {
 		if err != nil {
 			return false, err
 		}
-		qemus := s.vm.qemuProcesses()
-		return len(nodes)+len(vols)+len(qemus) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v", nodes, vols, qemus)
+		qemus, relays := s.vm.qemuProcesses(), relayProcesses()
+		return len(nodes)+len(vols)+len(qemus)+len(relays) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v, relay pids %v", nodes, vols, qemus, relays)
 	})
 }

@@ -121,8 +121,8 @@ func (w *vmWorld) cloudImageSpec(t *testing.T, img string) string {
 	if _, err := w.l.StorageVolLookupByName(pool, disk); err != nil {
 		t.Fatalf("the image is not a volume of pool %s: %v", w.pool, err)
 	}
-	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 root=/dev/vda rw panic=-1","image":%q,"pool":%q,"shutdownGracePeriod":"30s","network":{"user":{}}}`,
-		cloudImageMemory, filepath.Join(w.dir, "cloud-vmlinuz"), filepath.Join(w.dir, "cloud-initrd.img"), disk, w.pool)
+	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 root=/dev/vda rw panic=-1","image":%q,"pool":%q,"shutdownGracePeriod":"30s","network":{"user":%s}}`,
+		cloudImageMemory, filepath.Join(w.dir, "cloud-vmlinuz"), filepath.Join(w.dir, "cloud-initrd.img"), disk, w.pool, vmNetwork())
 }
 
 // copyFile copies from to to (mode 0644: QEMU reads it as libvirt's user).

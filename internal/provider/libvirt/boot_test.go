@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -80,33 +81,31 @@ func emptyInitramfs(t testing.TB, dir string) string {
 }
 
 // TestKernelBootConsoleAndNetwork boots a kernel directly, on a restricted
-// user-mode network with a guest forward, and checks: the console reaches
-// its log through virtlogd; QEMU got the restricted network with the
-// forward (its chardev connects to the forward's host address at start);
-// and once the VM is off, GetMachineStatus fails quoting the console.
+// user-mode network with a guest forward, and checks: a driver without a
+// relay binary refuses the class; the console reaches its log through
+// virtlogd; QEMU got the restricted network with the forward's relay
+// command and no seccomp sandbox (which would forbid running the relay);
+// and once the VM is off, GetMachineStatus fails quoting the console. The
+// guest (a kernel that panics) opens no connection: the e2e's VMs show
+// the relays carry them (docs/providers/libvirt.md, "The network").
 func TestKernelBootConsoleAndNetwork(t *testing.T) {
 	kernel := testKernel(t)
 	initramfs := emptyInitramfs(t, fixture.dir)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	forwarded := make(chan struct{}, 1)
-	go func() {
-		if c, err := lis.Accept(); err == nil {
-			forwarded <- struct{}{}
-			defer c.Close()
-			_, _ = c.Read(make([]byte, 1)) // hold it open until the VM goes
-		}
-	}()
-
+	const host = "127.0.0.1:6443"
 	spec := fmt.Sprintf(`{"memory":"128Mi","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0","pool":%q,
 		"shutdownGracePeriod":"0s","network":{"user":{"restrict":true,"guestForwards":[{"guest":"10.0.2.100:6443","host":%q}]}}}`,
-		kernel, initramfs, fixture.pool, lis.Addr().String())
-	d := newDriver(t)
+		kernel, initramfs, fixture.pool, host)
 	cl := class("boot", spec)
 	m := machine("boot")
+	_, err := newDriver(t).CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl})
+	if driver.CodeOf(err) != driver.FailedPrecondition || !strings.HasPrefix(driver.MessageOf(err), "providerSpec.network.user.guestForwards: ") {
+		t.Errorf("a create by a driver without a relay binary: %v; want FailedPrecondition naming the guest forwards", err)
+	}
+
+	// Any program will do as the relay: the guest never connects.
+	const relay = "/bin/true"
+	d := New(Options{ConsoleDir: fixture.consoleDir, RelayBinary: relay})
+	t.Cleanup(d.Close)
 	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
 	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
 		t.Fatal(err)
@@ -118,13 +117,11 @@ func TestKernelBootConsoleAndNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := qemuArgs(t, domainName(m))
-	if want := "user,id=" + userNetID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-tcp:" + lis.Addr().String(); !strings.Contains(args, want) {
+	if want := " user,id=" + userNetID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-cmd:" + relay + " relay " + host + " "; !strings.Contains(args, want) {
 		t.Errorf("QEMU's command line lacks %q:\n%s", want, args)
 	}
-	select {
-	case <-forwarded:
-	case <-time.After(timeoutBoot):
-		t.Error("QEMU never connected the guest forward to its host address")
+	if strings.Contains(args, "-sandbox") {
+		t.Errorf("QEMU runs with a seccomp sandbox, which forbids spawning the relay:\n%s", args)
 	}
 
 	const panicked = "end Kernel panic"
@@ -164,4 +161,115 @@ func qemuArgs(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return strings.ReplaceAll(string(cmdline), "\x00", " ")
+}
+
+// TestGuestForwardRelaysEachConnection boots the node agent (bin/vm) on a
+// restricted network whose one guest forward leads to a listener of the
+// test that answers no TLS: the agent's bootstrap fails and it retries,
+// each time on a new connection, so the listener accepting two proves
+// QEMU ran a relay per connection (one byte stream would be one
+// connection). The relay is this test binary (TestMain runs the relay
+// subcommand), copied where QEMU can execute it. Once the VM is deleted,
+// no relay is left.
+func TestGuestForwardRelaysEachConnection(t *testing.T) {
+	kernel := testKernel(t)
+	initramfs := qemuReadable(t, repoFile(t, "bin/vm/initramfs.img"), "initramfs")
+	relayBin := testRelayBinary(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	_, port, _ := net.SplitHostPort(lis.Addr().String())
+	guest := "10.0.2.100:" + port
+
+	d := New(Options{ConsoleDir: fixture.consoleDir, RelayBinary: relayBin})
+	t.Cleanup(d.Close)
+	cl := class("relay", fmt.Sprintf(`{"memory":"256Mi","domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"0s",
+		"network":{"user":{"restrict":true,"guestForwards":[{"guest":%q,"host":%q}]}}}`, kernel, initramfs, fixture.pool, guest, lis.Addr().String()))
+	m := machine("relay")
+	del := &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}
+	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), del) })
+	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl, Secret: userDataFor(t, m.Name, "https://"+guest)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		select {
+		case c := <-accepted:
+			c.Close() // no TLS: the agent retries on a new connection
+		case <-time.After(timeoutBoot):
+			t.Fatalf("the listener accepted %d connections from the guest, want 2; console:\n%s", i, d.ConsoleTail(m, 30))
+		}
+	}
+	// Held open while the VM goes: its relay must not outlive it.
+	var held net.Conn
+	select {
+	case held = <-accepted:
+		defer held.Close()
+	case <-time.After(timeoutBoot):
+		t.Fatalf("no third connection from the guest; console:\n%s", d.ConsoleTail(m, 30))
+	}
+	if _, err := d.DeleteMachine(ctx(t), del); err != nil {
+		t.Fatal(err)
+	}
+	_ = held.SetReadDeadline(time.Now().Add(time.Minute))
+	if _, err := io.Copy(io.Discard, held); err != nil {
+		t.Errorf("the connection of the deleted VM did not end: %v", err)
+	}
+	held.Close()
+	want := relayBin + "\x00" + RelayCommand + "\x00" + lis.Addr().String() + "\x00"
+	testenv.Eventually(t, time.Minute, "no relay left after the VM's deletion", func() (bool, error) {
+		if pids := processesWithCmdline(want); len(pids) > 0 {
+			return false, fmt.Errorf("relays %v", pids)
+		}
+		return true, nil
+	})
+}
+
+// testRelayBinary is a copy of this test binary, which runs the relay
+// when its first argument is the relay subcommand (TestMain), in the
+// fixture's directory, where QEMU (libvirt's unprivileged user) can
+// execute it.
+func testRelayBinary(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(fixture.dir, "relay-test")
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// processesWithCmdline lists the pids whose command line is cmdline (its
+// words each ended by a NUL).
+func processesWithCmdline(cmdline string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == cmdline {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

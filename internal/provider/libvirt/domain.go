@@ -117,7 +117,9 @@ func metaXML(meta *Meta) (string, error) {
 }
 
 // domainXML is the definition of a Machine's domain.
-func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string, error) {
+// relayBinary is the program QEMU runs for each guest forward connection
+// (the driver's RelayBinary).
+func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool, relayBinary string) (string, error) {
 	// Written in MetadataNamespace (libvirt keeps no element without
 	// one); libvirt hands it back without, so Meta names none.
 	mx, err := metaXML(meta)
@@ -191,15 +193,18 @@ func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool) (string
 	devs.Controllers = []libvirtxml.DomainController{{Type: "usb", Model: "none"}}
 	devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
 	devs.RNGs = []libvirtxml.DomainRNG{{Model: "virtio", Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}}}}
-	addNetwork(dom, s.Network)
+	addNetwork(dom, s.Network, relayBinary)
 	return dom.Marshal()
 }
 
 // addNetwork attaches the VM's NIC. A user-mode network that is
 // restricted or forwards guest ports cannot be said in libvirt's
 // <interface> (9.0 has neither restrict nor guestfwd), so it is passed to
-// QEMU on its command line, through libvirt's QEMU namespace.
-func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec) {
+// QEMU on its command line, through libvirt's QEMU namespace. Guest
+// forwards also take QEMU's seccomp sandbox away, for this domain alone:
+// with it (spawn=deny) QEMU could not run the relay of each connection
+// (docs/providers/libvirt.md, "The network").
+func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec, relayBinary string) {
 	virtio := &libvirtxml.DomainInterfaceModel{Type: "virtio"}
 	switch {
 	case n != nil && n.Name != "":
@@ -209,11 +214,16 @@ func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec) {
 		}}
 	case n != nil && n.User != nil && (n.User.Restrict || len(n.User.GuestForwards) > 0):
 		dom.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
-			{Value: "-netdev"}, {Value: userNetdev(n.User)},
+			{Value: "-netdev"}, {Value: userNetdev(n.User, relayBinary)},
 			// At the last slot of the i440fx root bus: libvirt, which does
 			// not know of this device, allocates the slots from 2 upwards.
 			{Value: "-device"}, {Value: "virtio-net-pci,netdev=" + userNetID + ",bus=pci.0,addr=0x1f"},
 		}}
+		if len(n.User.GuestForwards) > 0 {
+			dom.QEMUCapabilities = &libvirtxml.DomainQEMUCapabilities{
+				Del: []libvirtxml.DomainQEMUCapabilitiesEntry{{Name: seccompSandboxCapability}},
+			}
+		}
 	default:
 		dom.Devices.Interfaces = []libvirtxml.DomainInterface{{
 			Source: &libvirtxml.DomainInterfaceSource{User: &libvirtxml.DomainInterfaceSourceUser{}},
@@ -222,14 +232,21 @@ func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec) {
 	}
 }
 
-// userNetdev is QEMU's -netdev value for a user-mode network.
-func userNetdev(u *UserNetwork) string {
+// seccompSandboxCapability is libvirt's name of QEMU's -sandbox option:
+// without it, libvirt passes no -sandbox to this domain's QEMU.
+const seccompSandboxCapability = "seccomp-sandbox"
+
+// userNetdev is QEMU's -netdev value for a user-mode network. Each guest
+// forward runs `RELAY relay HOST` per connection: QEMU splits the command
+// into words (no shell), and its option syntax ends the value at a comma,
+// which the spec's and the relay binary's checks keep out.
+func userNetdev(u *UserNetwork, relayBinary string) string {
 	parts := []string{"user", "id=" + userNetID}
 	if u.Restrict {
 		parts = append(parts, "restrict=on")
 	}
 	for _, f := range u.GuestForwards {
-		parts = append(parts, "guestfwd=tcp:"+f.Guest+"-tcp:"+f.Host)
+		parts = append(parts, "guestfwd=tcp:"+f.Guest+"-cmd:"+relayBinary+" "+RelayCommand+" "+f.Host)
 	}
 	return strings.Join(parts, ",")
 }

@@ -60,6 +60,11 @@ type Options struct {
 	// ProbeTimeout bounds the KVM probe of domainType auto; default
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// RelayBinary is the program, on the libvirt host, that QEMU runs as
+	// `RelayBinary relay HOST:PORT` for each connection through a guest
+	// forward (millwright-libvirt). Without it, a class with guest
+	// forwards cannot be created (FailedPrecondition).
+	RelayBinary string
 }
 
 // Driver runs each Machine as a libvirt domain. See docs/providers/libvirt.md.
@@ -293,6 +298,9 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err := checkFiles(c.uri, s); err != nil {
 		return err
 	}
+	if err := d.checkRelay(c.uri, s); err != nil {
+		return err
+	}
 	virtType, err := d.domainType(ctx, c, s)
 	if err != nil {
 		return err
@@ -351,7 +359,7 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	x, err := domainXML(name, virtType, s, meta, s.Image != "")
+	x, err := domainXML(name, virtType, s, meta, s.Image != "", d.opts.RelayBinary)
 	if err != nil {
 		return driver.Errorf(driver.Internal, "domain XML: %v", err)
 	}
@@ -374,6 +382,29 @@ func (d *Driver) domainType(ctx context.Context, c *conn, s *spec) (string, erro
 		return "", invalid("providerSpec.domainType", "kvm is not available on libvirt at %s (%s); use qemu", c.uri, driver.MessageOf(c.errorf(err, "domain capabilities")))
 	}
 	return DomainTypeKVM, nil
+}
+
+// checkRelay checks that the driver can give a class's guest forwards
+// their relay: it names a usable relay binary, which, when libvirt is on
+// this host, is a file QEMU (libvirt's unprivileged user) may execute.
+func (d *Driver) checkRelay(uri string, s *spec) error {
+	if s.Network == nil || s.Network.User == nil || len(s.Network.User.GuestForwards) == 0 {
+		return nil
+	}
+	err := CheckRelayBinary(d.opts.RelayBinary)
+	if u, perr := url.Parse(uri); err == nil && perr == nil && u.Host == "" {
+		fi, serr := os.Stat(d.opts.RelayBinary)
+		switch {
+		case serr != nil:
+			err = serr
+		case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o001 == 0:
+			err = fmt.Errorf("%s is not a file every user may execute (QEMU runs it as libvirt's user)", d.opts.RelayBinary)
+		}
+	}
+	if err != nil {
+		return driver.Errorf(driver.FailedPrecondition, "providerSpec.network.user.guestForwards: the driver has no relay to run for them (millwright-libvirt --relay-binary): %v", err)
+	}
+	return nil
 }
 
 // checkNetwork checks that a named libvirt network exists.

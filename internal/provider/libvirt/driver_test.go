@@ -50,6 +50,10 @@ func TestInvalidProviderSpecNamesTheField(t *testing.T) {
 		{`{"image":"x","network":{"name":"default","user":{}}}`, "providerSpec.network"},
 		{`{"image":"x","network":{"user":{"guestForwards":[{"guest":"192.168.1.1:80","host":"127.0.0.1:80"}]}}}`, "providerSpec.network.user.guestForwards[0].guest"},
 		{`{"image":"x","network":{"user":{"guestForwards":[{"guest":"10.0.2.100:6443","host":"127.0.0.1"}]}}}`, "providerSpec.network.user.guestForwards[0].host"},
+		// The host goes into QEMU's option (a comma would end it) and the
+		// relay's command (a space would split it).
+		{`{"image":"x","network":{"user":{"guestForwards":[{"guest":"10.0.2.100:6443","host":"a,b:80"}]}}}`, "providerSpec.network.user.guestForwards[0].host"},
+		{`{"image":"x","network":{"user":{"guestForwards":[{"guest":"10.0.2.100:6443","host":"a b:80"}]}}}`, "providerSpec.network.user.guestForwards[0].host"},
 	} {
 		_, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: machine("invalid"), MachineClass: class("invalid", tc.spec)})
 		if driver.CodeOf(err) != driver.InvalidArgument || !strings.HasPrefix(driver.MessageOf(err), tc.field+": ") {

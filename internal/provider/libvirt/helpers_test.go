@@ -18,6 +18,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/libvirtd"
+	"github.com/millwright-dev/millwright/internal/relay"
 	"github.com/millwright-dev/millwright/internal/repo"
 )
 
@@ -41,7 +42,17 @@ var fixture struct {
 // TCG on a shared CPU is slow.
 const timeoutBoot = 2 * time.Minute
 
-func TestMain(m *testing.M) { os.Exit(libvirtd.Main(m, setUpFixture)) }
+func TestMain(m *testing.M) {
+	// QEMU runs a copy of this binary as a guest forward's relay
+	// (TestGuestForwardRelaysEachConnection).
+	if len(os.Args) == 3 && os.Args[1] == RelayCommand {
+		if g, err := relay.Stdio(); err == nil {
+			_ = relay.Run(context.Background(), g, os.Args[2])
+		}
+		os.Exit(0)
+	}
+	os.Exit(libvirtd.Main(m, setUpFixture))
+}
 
 func setUpFixture(dir string) (func(), error) {
 	c, err := dial(DefaultURI)

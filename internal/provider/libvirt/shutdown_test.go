@@ -99,11 +99,18 @@ func TestDeleteShutsTheGuestDown(t *testing.T) {
 // guest on QEMU's user network): the agent starts and retries forever.
 func unreachableUserData(t *testing.T, node string) *corev1.Secret {
 	t.Helper()
+	return userDataFor(t, node, "https://10.0.2.2:1")
+}
+
+// userDataFor is the node agent's user data joining the API server at
+// server, with a CA of its own (no API server's certificate matches it).
+func userDataFor(t *testing.T, node, server string) *corev1.Secret {
+	t.Helper()
 	ca, _, err := certutil.GenerateSelfSignedCertKey("unreachable", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.2:1", CA: ca, Token: "abcdef.0123456789abcdef", NodeName: node})
+	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: server, CA: ca, Token: "abcdef.0123456789abcdef", NodeName: node})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -66,7 +67,8 @@ type NetworkSpec struct {
 type UserNetwork struct {
 	// Restrict isolates the guest: it reaches only the GuestForwards.
 	Restrict bool `json:"restrict,omitempty"`
-	// GuestForwards connect addresses the guest dials to host addresses.
+	// GuestForwards connect addresses the guest dials to host addresses,
+	// each connection on its own (QEMU runs the driver's relay for it).
 	GuestForwards []GuestForward `json:"guestForwards,omitempty"`
 }
 
@@ -101,6 +103,10 @@ var (
 	MinMemory     = resource.MustParse("128Mi")
 	defaultMemory = resource.MustParse("512Mi")
 )
+
+// hostName is what a guest forward's host may be: a DNS name, an IPv4
+// address, or an IPv6 address (bracketed in host:port).
+var hostName = regexp.MustCompile(`^[A-Za-z0-9.:-]+$`)
 
 // userNet is the user-mode network's subnet: guest forwards must target it.
 var userNet = &net.IPNet{IP: net.IPv4(10, 0, 2, 0), Mask: net.CIDRMask(24, 32)}
@@ -232,9 +238,11 @@ func (n *NetworkSpec) validate() error {
 		if err != nil || ip == nil || ip.To4() == nil || !userNet.Contains(ip) || !validPort(gp) {
 			return invalid(field+".guest", "%q is not an IPv4 address:port in the user network %s", f.Guest, userNet)
 		}
+		// The host goes into QEMU's -netdev value, as a word of the
+		// relay's command: no comma, no space, no quote.
 		hh, hp, err := net.SplitHostPort(f.Host)
-		if err != nil || hh == "" || !validPort(hp) || strings.ContainsAny(hh, ",-") {
-			return invalid(field+".host", "%q is not a host:port on the libvirt host", f.Host)
+		if err != nil || !hostName.MatchString(hh) || !validPort(hp) {
+			return invalid(field+".host", "%q is not a host:port on the libvirt host (a name or an IP address)", f.Host)
 		}
 	}
 	return nil
