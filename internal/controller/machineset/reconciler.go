@@ -54,7 +54,7 @@ type Reconciler struct {
 
 	expectations expectations
 	replacements replaceBackoff
-	written      statusVersions
+	statuses     patch.OwnStatus
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -64,18 +64,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
 			r.replacements.forget(req.String())
-			r.written.forget(req.String())
+			r.statuses.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ms.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // the garbage collector deletes the Machines
 	}
-	// The status is written only on the version read: a reconcile that read
-	// the cache before the previous one's status arrived must not write its
-	// older counts over newer ones (the MachineDeployment scales old sets
-	// down by the available count).
-	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithStatusLock()),
+	// Only this controller writes a set's status. It is written on the
+	// set's uid and generation when the status read is the one last
+	// written (patch.OwnStatus), else on the version read: a reconcile that
+	// read the cache before the previous one's status arrived must not
+	// write its older counts over newer ones (the MachineDeployment scales
+	// old sets down by the available count).
+	behind := r.statuses.Behind(ms)
+	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithOwnStatus(&r.statuses)),
 		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}}
 	sel, err := ms.Spec.Selector.AsSelector()
 	if err != nil {
@@ -108,16 +111,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
-	read := s.ms.ResourceVersion
-	if r.written.behind(s.key, read) && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
-		// Refused for sure (see statusVersions): wait for the cache.
+	if behind && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
+		// Read at the version our last status write was made on: the
+		// cache has not seen it, a write would be refused. Wait for it.
 		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), scaleErr)
 	}
-	// A conflict means: decide again from fresh state.
+	// A conflict (the spec changed, or a read behind our own write) means:
+	// decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
-	if err == nil && s.ms.ResourceVersion != read {
-		r.written.wrote(s.key, read)
-	}
 	if apierrors.IsConflict(err) {
 		// Decide again from fresh state after requeue.ConflictRetry — or, when
 		// scaling failed too, after the error backoff, which
