@@ -64,11 +64,12 @@ type Reconciler struct {
 	// collection runs soon instead of at its next period.
 	OnOrphansSuspected func(class types.NamespacedName)
 
-	ledger   replacementLedger
-	contract contractWatches
-	failures failureMemory
-	creates  *creates
-	written  ownWrites
+	ledger    replacementLedger
+	contract  contractWatches
+	failures  failureMemory
+	creates   *creates
+	written   ownWrites
+	tokenless tokenless
 }
 
 // Reconcile moves one Machine forward and records where it stands.
@@ -128,6 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if s.gone {
 		r.failures.forget(m.UID)
 		r.creates.forget(m.UID)
+		r.tokenless.forget(m.UID)
 		s.emitSucceeded()
 		return reconcile.Result{}, err
 	}

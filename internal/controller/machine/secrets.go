@@ -50,6 +50,8 @@ func (r *Reconciler) driverSecret(ctx context.Context, s *scope, class *v1alpha1
 			return nil, fmt.Errorf("creating the bootstrap token: %w", err)
 		}
 		userData = replacePlaceholder(userData, bootstrapTokenPlaceholder, token)
+	} else {
+		r.tokenless.add(s.machine.UID)
 	}
 	userData = replacePlaceholder(userData, machineNamePlaceholder, s.machine.Name)
 	secret.Data[userDataKey] = []byte(userData)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,6 +41,7 @@ type Reconciler struct {
 
 	expectations expectations
 	holds        holds
+	statuses     patch.OwnStatus
 }
 
 // Reconcile moves one MachineDeployment's rollout one step and records
@@ -50,9 +52,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
 			r.holds.drop(req.String())
+			r.statuses.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	behind := r.statuses.Behind(md)
 	s := r.newScope(ctx, req.String(), md)
 
 	res, err := r.reconcileSteps(ctx, s)
@@ -68,13 +72,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if perr := s.patch.PatchObject(ctx, s.md); perr != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(perr)
 	}
+	if behind && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineDeployment).Status, s.md.Status) {
+		// Read at the version our last status write was made on: the
+		// cache has not seen it, a write would be refused. Wait for it
+		// (its watch event wakes us).
+		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), err)
+	}
 	if perr := s.patch.PatchStatus(ctx, s.md); perr != nil {
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil
 		}
 		if apierrors.IsConflict(perr) {
-			// Read from a cache behind the deployment (our own last
-			// write, most often): decide again from what is there, after
+			// Its spec changed since the read, or the read was behind our
+			// own last status write: decide again from what is there, after
 			// requeue.ConflictRetry — or, when a step failed too, after the error
 			// backoff, which controller-runtime applies to an error and
 			// which starts shorter (a result beside an error is ignored).
@@ -120,9 +130,12 @@ func (r *Reconciler) apiReader() client.Reader {
 
 func (r *Reconciler) newScope(ctx context.Context, key string, md *v1alpha1.MachineDeployment) *scope {
 	return &scope{
-		r:              r,
-		md:             md,
-		patch:          patch.New(r.Client, md, patch.WithStatusLock()),
+		r:  r,
+		md: md,
+		// Only this controller writes a deployment's status: on its uid and
+		// generation when the status read is the one last written, else on
+		// the version read (patch.OwnStatus).
+		patch:          patch.New(r.Client, md, patch.WithOwnStatus(&r.statuses)),
 		key:            key,
 		now:            r.now(),
 		log:            log.FromContext(ctx),

@@ -24,21 +24,35 @@ const reasonWaitingForBudget = "WaitingForDisruptionBudget"
 
 // deleteVictims asks the MachineDisruptionBudgets for the victims, in
 // order, and deletes those granted (docs/disruption-budgets.md). It stops
-// at the first one held back: the ones after it would be held back too,
-// and asking would only mark each one waiting. The budget's recount
+// asking at the first one held back: the ones after it would be held back
+// too, and asking would only mark each one waiting. The budget's recount
 // (watched, setup.go) or the waiting Machine's own change wakes the set
 // again. A Conflict (another controller took a disruption in between)
-// deletes what was granted and comes back soon.
+// deletes what was granted and comes back soon. The granted victims are
+// deleted at once (deleteBatch).
 func (r *Reconciler) deleteVictims(ctx context.Context, s *scope, want []*v1alpha1.Machine) (reconcile.Result, error) {
-	var deleted []string
-	defer func() {
-		// One Event for the reconcile's scale-down, as for its creates:
-		// an Event is an API write, and a rolling update shrinks a set a
-		// few Machines at a time.
-		if len(deleted) > 0 {
-			r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), brief.List(deleted, 5, ", ")))
-		}
-	}()
+	var granted []*v1alpha1.Machine
+	res, err := r.askBudgets(ctx, s, want, &granted)
+	deleted, derr := r.deleteBatch(ctx, s, granted, "scaling down")
+	// One Event for the reconcile's scale-down, as for its creates: an
+	// Event is an API write, and a rolling update shrinks a set a few
+	// Machines at a time.
+	if len(deleted) > 0 {
+		r.event(s.ms, corev1.EventTypeNormal, "MachinesDeleted", fmt.Sprintf("deleting %d Machine(s), scaling down: %s", len(deleted), brief.List(deleted, 5, ", ")))
+	}
+	if err == nil {
+		err = derr
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
+// askBudgets asks the budgets for want, in order, appending each victim
+// granted to granted, until one is held back (the set then says it waits)
+// or a budget changed in between (asked again soon).
+func (r *Reconciler) askBudgets(ctx context.Context, s *scope, want []*v1alpha1.Machine, granted *[]*v1alpha1.Machine) (reconcile.Result, error) {
 	rollout := r.oldRevision(ctx, s.ms)
 	for i, m := range want {
 		s.victims[m.Name] = true
@@ -57,10 +71,7 @@ func (r *Reconciler) deleteVictims(ctx context.Context, s *scope, want []*v1alph
 			s.waiting = fmt.Sprintf("%d Machine(s) to delete wait, first %s: %s", len(want)-i, m.Name, d.Message)
 			return reconcile.Result{}, nil
 		}
-		if err := r.deleteMachine(ctx, s, m, "scaling down"); err != nil {
-			return reconcile.Result{}, err
-		}
-		deleted = append(deleted, m.Name)
+		*granted = append(*granted, m)
 	}
 	return reconcile.Result{}, nil
 }

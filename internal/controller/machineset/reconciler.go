@@ -54,7 +54,7 @@ type Reconciler struct {
 
 	expectations expectations
 	replacements replaceBackoff
-	written      statusVersions
+	statuses     patch.OwnStatus
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -64,18 +64,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			r.expectations.drop(req.String())
 			r.replacements.forget(req.String())
-			r.written.forget(req.String())
+			r.statuses.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ms.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, nil // the garbage collector deletes the Machines
 	}
-	// The status is written only on the version read: a reconcile that read
-	// the cache before the previous one's status arrived must not write its
-	// older counts over newer ones (the MachineDeployment scales old sets
-	// down by the available count).
-	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithStatusLock()),
+	// Only this controller writes a set's status. It is written on the
+	// set's uid and generation when the status read is the one last
+	// written (patch.OwnStatus), else on the version read: a reconcile that
+	// read the cache before the previous one's status arrived must not
+	// write its older counts over newer ones (the MachineDeployment scales
+	// old sets down by the available count).
+	behind := r.statuses.Behind(ms)
+	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithOwnStatus(&r.statuses)),
 		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}}
 	sel, err := ms.Spec.Selector.AsSelector()
 	if err != nil {
@@ -108,16 +111,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
-	read := s.ms.ResourceVersion
-	if r.written.behind(s.key, read) && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
-		// Refused for sure (see statusVersions): wait for the cache.
+	if behind && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
+		// Read at the version our last status write was made on: the
+		// cache has not seen it, a write would be refused. Wait for it.
 		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), scaleErr)
 	}
-	// A conflict means: decide again from fresh state.
+	// A conflict (the spec changed, or a read behind our own write) means:
+	// decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
-	if err == nil && s.ms.ResourceVersion != read {
-		r.written.wrote(s.key, read)
-	}
 	if apierrors.IsConflict(err) {
 		// Decide again from fresh state after requeue.ConflictRetry — or, when
 		// scaling failed too, after the error backoff, which
@@ -406,12 +407,58 @@ func (r *Reconciler) createOne(ctx context.Context, s *scope, zone string, rebal
 }
 
 func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Machine, why string) error {
+	err := r.deleteCall(ctx, s, m)
+	r.deleted(s, m, why, err)
+	return err
+}
+
+// deleteBatch deletes ms at once and returns the names deleted, sorted,
+// and the first error. One at a time, the old set of a rolling update
+// shrank only as fast as one DELETE's round trip allowed, each reconcile
+// holding its set for the whole batch (docs/benchmarks.md).
+func (r *Reconciler) deleteBatch(ctx context.Context, s *scope, ms []*v1alpha1.Machine, why string) ([]string, error) {
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.deleteCall(ctx, s, m)
+		}()
+	}
+	wg.Wait()
+	var deleted []string
+	var first error
+	for i, m := range ms {
+		r.deleted(s, m, why, errs[i])
+		if errs[i] == nil {
+			deleted = append(deleted, m.Name)
+		} else if first == nil {
+			first = errs[i]
+		}
+	}
+	sort.Strings(deleted)
+	return deleted, first
+}
+
+// deleteCall deletes m, expecting the deletion in the cache; safe to call
+// concurrently.
+func (r *Reconciler) deleteCall(ctx context.Context, s *scope, m *v1alpha1.Machine) error {
 	r.expectations.expectDelete(s.key, m.Name)
 	if err := r.Client.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
 		r.expectations.forget(s.key, m.Name)
+		return err
+	}
+	return nil
+}
+
+// deleted records in s the outcome of m's deletion: a failure for the
+// status and an Event, or m counted as deleting.
+func (r *Reconciler) deleted(s *scope, m *v1alpha1.Machine, why string, err error) {
+	if err != nil {
 		s.replicaFailure = "deleting Machine " + m.Name + " failed: " + err.Error()
 		r.event(s.ms, corev1.EventTypeWarning, "DeleteFailed", s.replicaFailure)
-		return err
+		return
 	}
 	s.log.Info("deleting machine", "machine", m.Name, "why", why)
 	// Counts as deleting for the status below. m may be the cache's object
@@ -419,7 +466,6 @@ func (r *Reconciler) deleteMachine(ctx context.Context, s *scope, m *v1alpha1.Ma
 	deleting := m.DeepCopy()
 	deleting.DeletionTimestamp = nowPtr(s.now)
 	s.owned[m.Name] = deleting
-	return nil
 }
 
 // everRunning reports whether the Machine's Node ever joined: Machines

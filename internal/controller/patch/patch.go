@@ -4,7 +4,7 @@
 // metadata and spec, one of the status subresource.
 //
 // A merge patch replaces a list whole, so it could undo what another
-// writer did since the snapshot. Three rules keep that from happening:
+// writer did since the snapshot. These rules keep that from happening:
 //
 //   - A patch that changes metadata.finalizers or metadata.ownerReferences
 //     carries the resourceVersion it was computed from: if the object
@@ -19,6 +19,11 @@
 //     for objects whose status a stale cache could undo (a status computed
 //     from an old read overwriting a newer one). A Conflict means the
 //     reconcile starts over from a fresh read.
+//   - WithOwnStatus, for a status only this controller writes, locks a
+//     status patch on the object's uid and generation instead, when the
+//     status read is the one this process last wrote (so the read is not
+//     behind that write): a label or annotation written since does not
+//     refuse it, a spec change does.
 //   - WithOwnedConditions names the condition types the controller owns.
 //     Without the status lock, a patch of the conditions reads the object
 //     first and writes its conditions with only the owned types replaced,
@@ -48,6 +53,7 @@ type Helper struct {
 	reader     client.Reader
 	base       client.Object
 	lockStatus bool
+	own        *OwnStatus
 	owned      []string
 }
 
@@ -166,10 +172,18 @@ func (h *Helper) PatchStatus(ctx context.Context, obj client.Object) error {
 	if !ok || len(status) == 0 {
 		return nil
 	}
+	if h.own != nil && h.own.current(h.base) {
+		out, err := h.patchOwnStatus(ctx, obj)
+		if err != nil {
+			return err
+		}
+		h.wroteStatus(obj, out)
+		return nil
+	}
 	patch := map[string]any{"status": status}
 	_, conds := status["conditions"]
 	switch {
-	case h.lockStatus:
+	case h.lockStatus || h.own != nil:
 		patch["metadata"] = map[string]any{"resourceVersion": obj.GetResourceVersion()}
 	case conds && len(h.owned) > 0:
 		rv, merged, err := h.ownedConditions(ctx, obj)
@@ -187,9 +201,19 @@ func (h *Helper) PatchStatus(ctx context.Context, obj client.Object) error {
 	if err := h.c.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return err
 	}
+	h.wroteStatus(obj, out)
+	return nil
+}
+
+// wroteStatus takes out, what the API server returned for a status write
+// of obj made on the snapshot: obj and the snapshot become it, and an
+// OwnStatus remembers it.
+func (h *Helper) wroteStatus(obj, out client.Object) {
+	if h.own != nil {
+		h.own.wrote(h.base.DeepCopyObject().(client.Object), out.DeepCopyObject().(client.Object))
+	}
 	h.base = out.DeepCopyObject().(client.Object)
 	set(obj, out)
-	return nil
 }
 
 // diff is the merge patch from the snapshot to obj, as a map.
