@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,6 +33,23 @@ func ProcessesUsing(t testing.TB, dir string) []string {
 		t.Fatal(err)
 	}
 	return found
+}
+
+// Pids lists the processes whose command line (its words each ended by a
+// NUL, as /proc shows it) match accepts.
+func Pids(match func(cmdline []byte) bool) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && match(cmd) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // OfflineKubeconfig writes a kubeconfig for an API server that is not

@@ -260,19 +260,9 @@ func qemuPID(name string) (int, error) {
 // VMs: those whose command line names a file of its directory (the seed
 // disk in its pool).
 func (w *vmWorld) qemuProcesses() []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmd, []byte("qemu-system")) && bytes.Contains(cmd, []byte(w.dir+"/")) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return testenv.Pids(func(cmd []byte) bool {
+		return bytes.Contains(cmd, []byte("qemu-system")) && bytes.Contains(cmd, []byte(w.dir+"/"))
+	})
 }
 
 // relayProcesses lists the pids of the relays QEMU runs for the VMs'
@@ -281,19 +271,7 @@ func (w *vmWorld) qemuProcesses() []int {
 // the scenario's.
 func relayProcesses() []int {
 	want := []byte(filepath.Join(binDir, "millwright-libvirt") + "\x00" + libvirt.RelayCommand + "\x00127.0.0.1:" + apiServerPort() + "\x00")
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Equal(cmd, want) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return testenv.Pids(func(cmd []byte) bool { return bytes.Equal(cmd, want) })
 }
 
 // volumes lists the volumes of the scenario's pool.

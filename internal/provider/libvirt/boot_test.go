@@ -260,16 +260,5 @@ func testRelayBinary(t *testing.T) string {
 // processesWithCmdline lists the pids whose command line is cmdline (its
 // words each ended by a NUL).
 func processesWithCmdline(cmdline string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(b) == cmdline {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return testenv.Pids(func(cmd []byte) bool { return string(cmd) == cmdline })
 }
