@@ -53,13 +53,12 @@ func write(path string) error {
 	// One object of each kind the scrape-time collectors read, so that
 	// they emit a sample and tell their type.
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		&v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}, Status: v1alpha1.MachineStatus{
-			Conditions: []metav1.Condition{{Type: v1alpha1.PreservedCondition, Status: metav1.ConditionTrue, Reason: "Requested"}},
-		}},
 		&v1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}},
 	).Build()
 	var collectors []prometheus.Collector
-	collectors = append(collectors, machine.Collectors(reader)...)
+	collectors = append(collectors, machine.Collectors(&v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}, Status: v1alpha1.MachineStatus{
+		Conditions: []metav1.Condition{{Type: v1alpha1.PreservedCondition, Status: metav1.ConditionTrue, Reason: "Requested"}},
+	}})...)
 	collectors = append(collectors, machinedeployment.Collectors(reader)...)
 	collectors = append(collectors, machinehealthcheck.Collectors()...)
 	collectors = append(collectors, machinedisruptionbudget.Collectors()...)

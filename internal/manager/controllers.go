@@ -17,6 +17,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
 	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/provider/tokenbootstrap"
@@ -29,11 +30,12 @@ import (
 // filters by spec.nodeName itself: no pod index (drain.PodNodeNameIndex)
 // is registered, because indexing would make the cache watch every pod of
 // the target cluster.
-func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, targetAPI client.Client, ds *drivers, o *Options) error {
+func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, targetAPI client.Client, ds *drivers, o *Options, views *ownerindex.Views) error {
 	sc, err := newSafety(mgr, target, ds, o)
 	if err != nil {
 		return err
 	}
+	sc.Views = views
 	// The creates and deletes per class: bounded by the machine
 	// controller, published by the class controller.
 	limits := classlimit.New()
@@ -54,17 +56,17 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := r.SetupWithManager(ctx, mgr, target, o.Workers.Machine); err != nil {
 		return fmt.Errorf("machine controller: %w", err)
 	}
-	if err := machine.RegisterPhaseMetrics(mgr.GetClient()); err != nil {
+	if err := machine.RegisterPhaseMetrics(ctx, mgr.GetCache()); err != nil {
 		return fmt.Errorf("machine metrics: %w", err)
 	}
 	// One gate for every voluntary disruption (docs/disruption-budgets.md).
 	gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
-	ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate}
+	ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate, Views: views}
 	if err := ms.SetupWithManager(ctx, mgr, o.Workers.MachineSet); err != nil {
 		return fmt.Errorf("machineset controller: %w", err)
 	}
 	md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Nodes: target.GetClient(),
-		Recorder: mgr.GetEventRecorder("machinedeployment-controller"), Gate: gate}
+		Recorder: mgr.GetEventRecorder("machinedeployment-controller"), Gate: gate, Views: views}
 	if err := md.SetupWithManager(ctx, mgr, o.Workers.MachineDeployment); err != nil {
 		return fmt.Errorf("machinedeployment controller: %w", err)
 	}

@@ -11,11 +11,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 )
 
-// managerOptions maps the flags onto controller-runtime's options.
-func (o *Options) managerOptions(scheme *runtime.Scheme) ctrl.Options {
+// managerOptions maps the flags onto controller-runtime's options; the
+// cache hands its informers to views.
+func (o *Options) managerOptions(scheme *runtime.Scheme, views *ownerindex.Views) ctrl.Options {
 	le := o.LeaderElection
 	leNamespace := le.Namespace
 	if leNamespace == "" {
@@ -39,7 +41,7 @@ func (o *Options) managerOptions(scheme *runtime.Scheme) ctrl.Options {
 	}
 	// No controller reads managedFields, nor most of a Node's status:
 	// dropping them from the cache saves a good part of its memory.
-	opts.Cache = cache.Options{DefaultTransform: cacheTransform}
+	opts.Cache = cache.Options{DefaultTransform: cacheTransform, NewInformer: views.NewInformer}
 	if o.Namespace != "" {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}

@@ -15,7 +15,7 @@ var stripManagedFields = crcache.TransformStripManagedFields()
 // its status (the drain reads volumesAttached from the API server); a real
 // Node's status.images
 // alone is often the largest part of it, and a heap profile at 5000 Nodes
-// showed 12.5 MiB decoding Node status (docs/benchmarks.md). Writes are
+// showed 12.5 MiB decoding Node status (docs/benchmarks-history.md). Writes are
 // unaffected: a Node patch is computed between two trimmed copies, and the
 // API server keeps a Node's status on an update of the Node.
 func cacheTransform(obj any) (any, error) {

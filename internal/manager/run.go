@@ -14,6 +14,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 const userAgent = "millwright-manager"
@@ -46,7 +47,8 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	defer ds.Close()
 
-	mgr, err := ctrl.NewManager(controlCfg, o.managerOptions(scheme))
+	views := &ownerindex.Views{}
+	mgr, err := ctrl.NewManager(controlCfg, o.managerOptions(scheme, views))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -67,7 +69,7 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 	}
-	if err := setupControllers(ctx, mgr, target, targetAPI, ds, o); err != nil {
+	if err := setupControllers(ctx, mgr, target, targetAPI, ds, o, views); err != nil {
 		return err
 	}
 	if err := o.addProbes(mgr, target, ds); err != nil {

@@ -43,11 +43,17 @@ func Run(m *testing.M, ready func(*Env) error) int {
 // and controller names may repeat, since every test makes its own.
 func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	e.StartManagerWith(t, ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.ForTests(),
-	})
+	}, setup)
+}
+
+// StartManagerWith is StartManager with the manager's options given.
+func (e *Env) StartManagerWith(t testing.TB, opts ctrl.Options, setup func(ctrl.Manager) error) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

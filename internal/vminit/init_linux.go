@@ -2,12 +2,10 @@ package vminit
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -63,7 +61,7 @@ func run(childArgs func(seedDir string) []string) error {
 		select {
 		case s := <-stop:
 			Logf("%v: stopping", s)
-		case <-powerButton(ctx, modulesLoaded):
+		case <-powerButton(ctx, modulesLoaded, systemInputs):
 			Logf("ACPI power button: stopping")
 		case <-ctx.Done():
 			return
@@ -126,74 +124,4 @@ func waitForEntropy() {
 		return
 	}
 	Logf("random number generator ready after %s", time.Since(begin).Round(time.Millisecond))
-}
-
-// powerButton reports a press of the ACPI power button (what `virsh
-// shutdown` and the libvirt driver's deletion send), read from the evdev
-// devices that the button and evdev modules provide, once loaded says
-// they are. It never fires if there are none, which it logs: the VM is
-// then destroyed at the end of its deletion's grace period. Looking while
-// the modules loaded (as it once did, for 5 s from pid 1's start) could
-// miss the devices on a loaded host, or see the keyboard's before evdev
-// had made the power button's and watch only that one: in TestVMLifecycle
-// 1 of 6 deleted VMs then ignored the ACPI shutdown.
-func powerButton(ctx context.Context, loaded <-chan struct{}) <-chan struct{} {
-	pressed := make(chan struct{}, 1)
-	go func() {
-		defer func() { logPanic(recover()) }()
-		select {
-		case <-loaded:
-		case <-ctx.Done():
-			return
-		}
-		var devs []string
-		// The input devices appear as the modules probe, a moment after
-		// they are loaded at most.
-		for range 50 {
-			if devs, _ = filepath.Glob("/dev/input/event*"); len(devs) > 0 || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if len(devs) == 0 {
-			Logf("no input device: the ACPI power button is not watched")
-			return
-		}
-		Logf("watching %d input devices for the ACPI power button", len(devs))
-		for _, d := range devs {
-			go watchKeys(d, pressed)
-		}
-	}()
-	return pressed
-}
-
-// struct input_event on 64-bit Linux: a timeval (16 bytes), then type
-// (u16), code (u16) and value (s32).
-const (
-	inputEventSize = 24
-	evKey          = 1
-	keyPower       = 116
-)
-
-func watchKeys(dev string, pressed chan<- struct{}) {
-	defer func() { logPanic(recover()) }()
-	f, err := os.Open(dev)
-	if err != nil {
-		return
-	}
-	defer func() { _ = f.Close() }()
-	buf := make([]byte, inputEventSize)
-	for {
-		if _, err := f.Read(buf); err != nil {
-			return
-		}
-		typ, code := binary.NativeEndian.Uint16(buf[16:]), binary.NativeEndian.Uint16(buf[18:])
-		value := int32(binary.NativeEndian.Uint32(buf[20:]))
-		if typ == evKey && code == keyPower && value == 1 {
-			select {
-			case pressed <- struct{}{}:
-			default:
-			}
-		}
-	}
 }

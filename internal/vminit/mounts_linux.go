@@ -46,6 +46,7 @@ func mountBase() error {
 // powerOff syncs and powers the machine off. It does not return.
 func powerOff() {
 	unix.Sync()
+	takeNetworkDown()
 	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
 	// Only reached if the reboot call failed: pid 1 must not exit (and
 	// an empty select would be a deadlock the runtime kills it for).

@@ -143,10 +143,12 @@ func newObserver(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) 
 }
 
 // machines counts the fleet's Machines: all of them, and the Running ones
-// of the given class.
+// of the given class. It only reads them: no deep copy of the fleet five
+// times a second, which at 5000 Machines made the benchmark itself use as
+// much CPU as the manager it measures, on the same two cores.
 func (o *observer) machines(ctx context.Context, class string) (total, running int, phases map[v1alpha1.MachinePhase]int, err error) {
 	var l v1alpha1.MachineList
-	if err := o.cache.List(ctx, &l, client.InNamespace(benchNamespace)); err != nil {
+	if err := o.cache.List(ctx, &l, client.InNamespace(benchNamespace), client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, nil, err
 	}
 	phases = map[v1alpha1.MachinePhase]int{}

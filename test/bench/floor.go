@@ -175,7 +175,7 @@ func floorNode(tag string, i int) *corev1.Node {
 // readyNodes counts the floor Nodes of tag that are Ready.
 func (o *observer) readyNodes(ctx context.Context, tag string) (int, error) {
 	var l corev1.NodeList
-	if err := o.cache.List(ctx, &l, client.MatchingLabels{floorLabel: tag}); err != nil {
+	if err := o.cache.List(ctx, &l, client.MatchingLabels{floorLabel: tag}, client.UnsafeDisableDeepCopy); err != nil { // read only
 		return 0, err
 	}
 	ready := 0
@@ -200,7 +200,7 @@ func (e *env) removeFloor(ctx context.Context, o *observer, tag string) error {
 	}
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var l corev1.NodeList
-		if err := o.cache.List(ctx, &l, client.MatchingLabels{floorLabel: tag}); err != nil {
+		if err := o.cache.List(ctx, &l, client.MatchingLabels{floorLabel: tag}, client.UnsafeDisableDeepCopy); err != nil { // read only
 			return false, err
 		}
 		return len(l.Items) == 0, nil

@@ -111,7 +111,7 @@ func (b *bench) spread(ctx context.Context, n int) (*result, error) {
 // deployment's targets and Spread condition.
 func (b *bench) spreadFigures(ctx context.Context, fig *spreadFigures) error {
 	var l v1alpha1.MachineList
-	if err := b.o.cache.List(ctx, &l, client.InNamespace(benchNamespace)); err != nil {
+	if err := b.o.cache.List(ctx, &l, client.InNamespace(benchNamespace), client.UnsafeDisableDeepCopy); err != nil { // read only
 		return err
 	}
 	fig.Machines, fig.Targets = map[string]int32{}, map[string]int32{}

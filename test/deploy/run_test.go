@@ -130,21 +130,24 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 	create(ctx, t, md)
 
 	machine := &v1alpha1.Machine{}
-	testenv.Eventually(t, 2*time.Minute, "the deployment's Machine to be Running", func() (bool, error) {
-		list := &v1alpha1.MachineList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		if len(list.Items) != 1 {
-			return false, fmt.Errorf("%d Machines", len(list.Items))
-		}
-		*machine = list.Items[0]
-		if machine.Status.Phase != v1alpha1.PhaseRunning || machine.Status.NodeRef == nil {
-			return false, fmt.Errorf("Machine %s: phase %q, last operation %+v", machine.Name, machine.Status.Phase, machine.Status.LastOperation)
-		}
-		return true, nil
-	})
-	nodeName := machine.Status.NodeRef.Name
+	oneRunning := func(what string) {
+		t.Helper()
+		testenv.Eventually(t, 2*time.Minute, what, func() (bool, error) {
+			list := &v1alpha1.MachineList{}
+			if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			if len(list.Items) != 1 {
+				return false, fmt.Errorf("%d Machines", len(list.Items))
+			}
+			*machine = list.Items[0]
+			if machine.Status.Phase != v1alpha1.PhaseRunning || machine.Status.NodeRef == nil || !machine.DeletionTimestamp.IsZero() {
+				return false, fmt.Errorf("Machine %s: phase %q, deleting %v, last operation %+v", machine.Name, machine.Status.Phase, !machine.DeletionTimestamp.IsZero(), machine.Status.LastOperation)
+			}
+			return true, nil
+		})
+	}
+	oneRunning("the deployment's Machine to be Running")
 	// The token was created (the VM could not be made without it) and,
 	// the Node having joined, deleted.
 	testenv.Eventually(t, 30*time.Second, "the bootstrap token to be deleted", func() (bool, error) {
@@ -173,12 +176,19 @@ func TestManagerRunsUnderItsServiceAccount(t *testing.T) {
 		}
 		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("the Machine's Preserved condition to follow its annotation (%v)", preserve != nil), func() (bool, error) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(machine), machine); err != nil {
-				return false, err
+				// Once the preservation ends, the set is one Machine over
+				// and may delete this one: gone, it is not preserved.
+				return preserve == nil && apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 			}
 			c := meta.FindStatusCondition(machine.Status.Conditions, v1alpha1.PreservedCondition)
 			return (c != nil && c.Status == metav1.ConditionTrue) == (preserve != nil), nil
 		})
 	}
+	// A preserved Machine is not one of the replicas (docs/preservation.md):
+	// its set created a replacement, and scaled back to one when the
+	// preservation ended. Either Machine may be the one left.
+	oneRunning("the deployment back to one Running Machine after the preservation")
+	nodeName := machine.Status.NodeRef.Name
 
 	// A pod with a persistent volume of the sim's CSI driver on the Node,
 	// the volume attached: the drain reads the pod's claim and volume, asks

@@ -122,6 +122,11 @@ var runOrder = []fixture{
 			"make bench":        bench,
 			"N=5000 make bench": bench,
 			"go run ./test/bench -n 200 -scenarios floor,scale-up -steady 30s -keep": bench + "; -keep leaves its cluster running until Ctrl-C",
+		},
+	},
+	{
+		path: "docs/benchmarks-history.md",
+		skip: map[string]string{
 			"go build -o bin/ ./cmd/...":                                                      "writes the reader's bin/; the runner runs the same programs, built by TestMain",
 			"go run ./test/bench -n 1000 -scenarios floor,scale-up":                           bench,
 			"go run ./test/bench -n 200 -scenarios scale-up,rolling-update,scale-down":        bench,

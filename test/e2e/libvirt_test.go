@@ -396,10 +396,13 @@ func (w *vmWorld) undefine(name string) {
 }
 
 // shutdowns reads the deletions' outcome from the log of the driver
-// process named driver: how many ACPI shutdowns it asked, the seconds
-// each guest took to power itself off, and how many it destroyed after
-// the grace period (internal/provider/libvirt's log lines).
-func (w *vmWorld) shutdowns(t *testing.T, driver string) (asked int, shutDown []float64, destroyed int) {
+// process named driver: how many ACPI shutdowns it asked, how many times
+// it pressed the power button again (a guest that missed a press), the
+// seconds each guest took to power itself off, and, for each guest it destroyed
+// after the grace period, its domain and the console's last lines the
+// driver logged then (internal/provider/libvirt's log lines; the console
+// log itself is deleted with the domain).
+func (w *vmWorld) shutdowns(t *testing.T, driver string) (asked, repressed int, shutDown []float64, destroyed []string) {
 	t.Helper()
 	out, err := os.ReadFile(cluster.LogPath(driver))
 	if err != nil {
@@ -409,13 +412,33 @@ func (w *vmWorld) shutdowns(t *testing.T, driver string) (asked int, shutDown []
 		switch {
 		case strings.Contains(line, "asked the guest to shut down"):
 			asked++
+		case strings.Contains(line, "pressed the ACPI power button again"):
+			repressed++
 		case strings.Contains(line, "the guest shut down after the ACPI shutdown"):
+			if strings.Contains(line, " pressesRepeated=") {
+				t.Logf("--- %s missed a press; last lines of its console ---\n%s", logValue(line, "domain"), logValue(line, "consoleTail"))
+			}
 			_, after, _ := strings.Cut(line, " seconds=")
 			secs, _ := strconv.ParseFloat(strings.Fields(after + " ")[0], 64)
 			shutDown = append(shutDown, secs)
 		case strings.Contains(line, "did not shut down within the grace period"):
-			destroyed++
+			dom, tail := logValue(line, "domain"), logValue(line, "consoleTail")
+			destroyed = append(destroyed, fmt.Sprintf("--- %s: last lines of its console ---\n%s", dom, tail))
 		}
 	}
-	return asked, shutDown, destroyed
+	return asked, repressed, shutDown, destroyed
+}
+
+// logValue is the value of key in a line of slog's text format (quoted
+// when it has spaces or newlines), or "(none)".
+func logValue(line, key string) string {
+	_, v, ok := strings.Cut(line, " "+key+"=")
+	if !ok {
+		return "(none)"
+	}
+	if q, err := strconv.QuotedPrefix(v); err == nil {
+		v, _ = strconv.Unquote(q)
+		return v
+	}
+	return strings.Fields(v + " ")[0]
 }

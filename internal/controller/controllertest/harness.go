@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 	"github.com/millwright-dev/millwright/internal/testenv"
@@ -121,6 +123,19 @@ func New(t *testing.T, opts Options) *Harness {
 	return h
 }
 
+// managerViews holds each harness manager's ownerindex.Views.
+var managerViews sync.Map
+
+// ViewsOf returns the ownerindex.Views of a manager the harness started,
+// for the controllers Options.Controllers sets up: nil for another
+// manager (they then read with a List).
+func ViewsOf(mgr ctrl.Manager) *ownerindex.Views {
+	if v, ok := managerViews.Load(mgr); ok {
+		return v.(*ownerindex.Views)
+	}
+	return nil
+}
+
 // StartManager starts a manager with the machine controller (and
 // Options.Controllers) for the harness's namespace.
 func (h *Harness) StartManager() {
@@ -131,6 +146,10 @@ func (h *Harness) StartManager() {
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.NS: {}}},
 		Controller: ctrlconfig.ForTests(),
 	}
+	// The controllers read the owner index as the manager's do
+	// (ownerindex.Views); ViewsOf gives them this manager's.
+	v := &ownerindex.Views{}
+	opts.Cache.NewInformer = v.NewInformer
 	if h.opts.Manager != nil {
 		h.opts.Manager(&opts)
 	}
@@ -138,6 +157,8 @@ func (h *Harness) StartManager() {
 	if err != nil {
 		h.T.Fatal(err)
 	}
+	managerViews.Store(mgr, v)
+	h.T.Cleanup(func() { managerViews.Delete(mgr) })
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &machine.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),

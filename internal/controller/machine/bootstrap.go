@@ -72,7 +72,7 @@ func (r *Reconciler) cleanupBootstrapToken(ctx context.Context, s *scope) (recon
 // first), so the cleanup after the join need not read the token Secret.
 // That read was one API round trip per created Machine in a machine
 // worker, a tenth of the workers' time in a rolling update of 1000
-// Machines (docs/benchmarks.md). A restart forgets all: the cleanup reads
+// Machines (docs/benchmarks-history.md). A restart forgets all: the cleanup reads
 // again, as a token made by the process before may exist.
 type tokenless struct {
 	mu sync.Mutex

@@ -1,13 +1,9 @@
 package machine
 
 import (
-	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -46,10 +42,14 @@ func init() {
 	metrics.Registry.MustRegister(driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds)
 }
 
-// Collectors returns this package's collectors, the phase gauge's with
-// reader, for the metrics reference (hack/metricsdoc) to describe.
-func Collectors(reader client.Reader) []prometheus.Collector {
-	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, phaseCollector{reader: reader}}
+// Collectors returns this package's collectors, the phase gauges' counting
+// seed, for the metrics reference (hack/metricsdoc) to describe.
+func Collectors(seed ...*v1alpha1.Machine) []prometheus.Collector {
+	counts := newPhaseCounts()
+	for _, m := range seed {
+		counts.set(m)
+	}
+	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, counts}
 }
 
 func observeDriverCall(provider string, method driver.Method, code driver.Code, d time.Duration) {
@@ -66,43 +66,4 @@ func observeDrain(d time.Duration) { drainSeconds.Observe(d.Seconds()) }
 
 func observeInPlaceUpdate(result v1alpha1.InPlaceUpdatePhase, d time.Duration) {
 	inPlaceSeconds.WithLabelValues(string(result)).Observe(d.Seconds())
-}
-
-// phaseCollector counts Machines by phase from the cache at scrape time,
-// so the gauge is always exact and costs nothing between scrapes.
-type phaseCollector struct{ reader client.Reader }
-
-// RegisterPhaseMetrics registers the millwright_machines gauge, read from reader.
-func RegisterPhaseMetrics(reader client.Reader) error {
-	return metrics.Registry.Register(phaseCollector{reader: reader})
-}
-
-func (c phaseCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- machinesDesc
-	ch <- preservedDesc
-}
-
-func (c phaseCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	list := &v1alpha1.MachineList{}
-	if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil { // counted only: no copies
-		return
-	}
-	type key struct{ ns, phase, deployment string }
-	type preservedKey struct{ ns, reason string }
-	counts, preserved := map[key]int{}, map[preservedKey]int{}
-	for i := range list.Items {
-		m := &list.Items[i]
-		counts[key{m.Namespace, string(m.Status.Phase), m.Labels[v1alpha1.MachineDeploymentNameLabel]}]++
-		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PreservedCondition); c != nil && c.Status == metav1.ConditionTrue {
-			preserved[preservedKey{m.Namespace, c.Reason}]++
-		}
-	}
-	for k, n := range counts {
-		ch <- prometheus.MustNewConstMetric(machinesDesc, prometheus.GaugeValue, float64(n), k.ns, k.phase, k.deployment)
-	}
-	for k, n := range preserved {
-		ch <- prometheus.MustNewConstMetric(preservedDesc, prometheus.GaugeValue, float64(n), k.ns, k.reason)
-	}
 }

@@ -6,40 +6,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
-// The preserved gauge counts Machines whose Preserved condition is True,
-// by reason; an expired preservation is not counted.
-func TestPreservedGauge(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	m := func(name string, status metav1.ConditionStatus, reason string) *v1alpha1.Machine {
-		x := &v1alpha1.Machine{}
-		x.Name, x.Namespace = name, "ns"
-		x.Status.Phase = v1alpha1.PhaseFailed
-		x.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PreservedCondition, Status: status, Reason: reason}}
-		return x
-	}
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		m("a", metav1.ConditionTrue, v1alpha1.PreservedAutoReason),
-		m("b", metav1.ConditionTrue, v1alpha1.PreservedAutoReason),
-		m("c", metav1.ConditionTrue, v1alpha1.PreservedNowReason),
-		m("d", metav1.ConditionFalse, v1alpha1.PreserveExpiredReason),
-	).Build()
-	ch := make(chan prometheus.Metric, 16)
-	phaseCollector{reader: reader}.Collect(ch)
+// gauges collects c into "desc namespace/label" → value, label being the
+// phase (with the deployment) or the preservation reason.
+func gauges(t *testing.T, c *phaseCounts) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
 	close(ch)
 	got := map[string]float64{}
 	for metric := range ch {
-		if metric.Desc() != preservedDesc {
-			continue
-		}
 		var out dto.Metric
 		if err := metric.Write(&out); err != nil {
 			t.Fatal(err)
@@ -48,10 +28,72 @@ func TestPreservedGauge(t *testing.T) {
 		for _, l := range out.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		got[labels["namespace"]+"/"+labels["reason"]] = out.GetGauge().GetValue()
+		key := "preserved " + labels["namespace"] + "/" + labels["reason"]
+		if metric.Desc() == machinesDesc {
+			key = "machines " + labels["namespace"] + "/" + labels["phase"] + "/" + labels["deployment"]
+		}
+		got[key] = out.GetGauge().GetValue()
 	}
-	want := map[string]float64{"ns/" + v1alpha1.PreservedAutoReason: 2, "ns/" + v1alpha1.PreservedNowReason: 1}
-	if len(got) != len(want) || got["ns/"+v1alpha1.PreservedAutoReason] != 2 || got["ns/"+v1alpha1.PreservedNowReason] != 1 {
-		t.Errorf("millwright_machines_preserved = %v, want %v", got, want)
+	return got
+}
+
+func sameGauges(got, want map[string]float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// The phase gauges follow each Machine's adds, updates and deletions: a
+// Machine counts once, under its latest phase; the preserved gauge counts
+// Machines whose Preserved condition is True, by reason (an expired
+// preservation is not counted); nothing is reported before the informer
+// has synced.
+func TestPhaseCounts(t *testing.T) {
+	m := func(name string, phase v1alpha1.MachinePhase, status metav1.ConditionStatus, reason string) *v1alpha1.Machine {
+		x := &v1alpha1.Machine{}
+		x.Name, x.Namespace = name, "ns"
+		x.Labels = map[string]string{v1alpha1.MachineDeploymentNameLabel: "d"}
+		x.Status.Phase = phase
+		if reason != "" {
+			x.Status.Conditions = []metav1.Condition{{Type: v1alpha1.PreservedCondition, Status: status, Reason: reason}}
+		}
+		return x
+	}
+	c := newPhaseCounts()
+	synced := false
+	c.synced = func() bool { return synced }
+	c.set(m("a", v1alpha1.PhaseFailed, metav1.ConditionTrue, v1alpha1.PreservedAutoReason))
+	c.set(m("b", v1alpha1.PhaseFailed, metav1.ConditionTrue, v1alpha1.PreservedAutoReason))
+	c.set(m("c", v1alpha1.PhaseRunning, metav1.ConditionTrue, v1alpha1.PreservedNowReason))
+	c.set(m("d", v1alpha1.PhaseFailed, metav1.ConditionFalse, v1alpha1.PreserveExpiredReason))
+	c.set(m("e", v1alpha1.PhaseProvisioned, "", ""))
+	if got := gauges(t, c); len(got) != 0 {
+		t.Fatalf("reported %v before the informer synced", got)
+	}
+	synced = true
+	want := map[string]float64{
+		"machines ns/Failed/d": 3, "machines ns/Running/d": 1, "machines ns/Provisioned/d": 1,
+		"preserved ns/" + v1alpha1.PreservedAutoReason: 2, "preserved ns/" + v1alpha1.PreservedNowReason: 1,
+	}
+	if got := gauges(t, c); !sameGauges(got, want) {
+		t.Errorf("after the adds: %v, want %v", got, want)
+	}
+
+	c.set(m("e", v1alpha1.PhaseRunning, "", ""))                                               // e Provisioned → Running
+	c.set(m("a", v1alpha1.PhaseFailed, metav1.ConditionFalse, v1alpha1.PreserveExpiredReason)) // a's preservation expired
+	c.remove(types.NamespacedName{Namespace: "ns", Name: "b"})
+	c.remove(types.NamespacedName{Namespace: "ns", Name: "gone"}) // never counted: no change
+	want = map[string]float64{
+		"machines ns/Failed/d": 2, "machines ns/Running/d": 2,
+		"preserved ns/" + v1alpha1.PreservedNowReason: 1,
+	}
+	if got := gauges(t, c); !sameGauges(got, want) {
+		t.Errorf("after the updates and deletion: %v, want %v", got, want)
 	}
 }

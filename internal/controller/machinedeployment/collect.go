@@ -52,7 +52,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		return reconcile.Result{}, err
 	}
 	for _, cached := range candidates {
-		owner := metav1.GetControllerOf(cached)
+		owner := metav1.GetControllerOfNoCopy(cached)
 		matches := sel.Matches(labels.Set(cached.Labels))
 		switch {
 		case owner != nil && owner.UID == s.md.UID:
@@ -87,13 +87,12 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
 	s.counts = map[types.UID]plan.Counts{}
 	for _, ms := range s.sets {
-		machines := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, machines, client.InNamespace(ms.Namespace),
-			ownerindex.ControlledBy(ms.UID), client.UnsafeDisableDeepCopy); err != nil {
+		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ms.Namespace, ms.UID)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
-		for i := range machines.Items {
-			if m := &machines.Items[i]; metav1.IsControlledBy(m, ms) {
+		for _, m := range machines {
+			if metav1.IsControlledBy(m, ms) {
 				s.machines[ms.UID] = append(s.machines[ms.UID], m)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
@@ -38,6 +39,9 @@ type Reconciler struct {
 	// MachineDisruptionBudgets selecting it must allow it
 	// (docs/disruption-budgets.md). Nil allows everything.
 	Gate *disruption.Gate
+	// Views reads its sets' Machines as the cache's own objects, not
+	// copies (ownerindex.Views). Nil reads them with a List.
+	Views *ownerindex.Views
 
 	expectations expectations
 	holds        holds

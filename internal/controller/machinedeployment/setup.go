@@ -76,7 +76,7 @@ func className(t *v1alpha1.MachineTemplateSpec) []string {
 // setToDeployments maps a MachineSet to its controller deployment, or, for
 // an orphan, to every deployment whose selector matches it (to adopt it).
 func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []reconcile.Request {
-	if ref := metav1.GetControllerOf(o); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		if ref.Kind != "MachineDeployment" || ref.APIVersion != v1alpha1.GroupVersion.String() {
 			return nil
 		}
@@ -101,7 +101,7 @@ func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []re
 // which counts its Machines itself (package plan): one becoming available
 // or going away moves the rollout without waiting for the set's status.
 func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) []reconcile.Request {
-	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MachineSet" {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "MachineSet" {
 		ms := &v1alpha1.MachineSet{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms); err == nil {
 			return r.setToDeployments(ctx, ms)
@@ -123,7 +123,7 @@ func machineCounted() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
-				!equalOwner(metav1.GetControllerOf(e.ObjectOld), metav1.GetControllerOf(e.ObjectNew)) {
+				!equalOwner(metav1.GetControllerOfNoCopy(e.ObjectOld), metav1.GetControllerOfNoCopy(e.ObjectNew)) {
 				return true
 			}
 			old, okOld := e.ObjectOld.(*v1alpha1.Machine)

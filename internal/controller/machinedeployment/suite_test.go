@@ -46,12 +46,12 @@ func newHarness(t *testing.T) *harness {
 				return err
 			}
 			gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
-			ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate}
+			ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate, Views: controllertest.ViewsOf(mgr)}
 			if err := ms.SetupWithManager(ctx, mgr, 4); err != nil {
 				return err
 			}
 			md := &machinedeployment.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-				Recorder: mgr.GetEventRecorder("machinedeployment-controller"), Gate: gate}
+				Recorder: mgr.GetEventRecorder("machinedeployment-controller"), Gate: gate, Views: controllertest.ViewsOf(mgr)}
 			return md.SetupWithManager(ctx, mgr, 2)
 		},
 	})}

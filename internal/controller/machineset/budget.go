@@ -100,7 +100,7 @@ func disruptionKind(m *v1alpha1.Machine, rollout bool) v1alpha1.DisruptionKind {
 // deployment's new set has the highest).
 func (r *Reconciler) oldRevision(ctx context.Context, ms *v1alpha1.MachineSet) bool {
 	md := ms.Labels[v1alpha1.MachineDeploymentNameLabel]
-	owner := metav1.GetControllerOf(ms)
+	owner := metav1.GetControllerOfNoCopy(ms)
 	if md == "" || owner == nil {
 		return false
 	}
@@ -113,7 +113,7 @@ func (r *Reconciler) oldRevision(ctx context.Context, ms *v1alpha1.MachineSet) b
 	own := revision(ms)
 	for i := range sets.Items {
 		o := &sets.Items[i]
-		if ref := metav1.GetControllerOf(o); o.UID != ms.UID && ref != nil && ref.UID == owner.UID && revision(o) > own {
+		if ref := metav1.GetControllerOfNoCopy(o); o.UID != ms.UID && ref != nil && ref.UID == owner.UID && revision(o) > own {
 			return true
 		}
 	}

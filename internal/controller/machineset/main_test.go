@@ -28,7 +28,7 @@ func newHarnessWith(t *testing.T, manager func(*ctrl.Options)) *controllertest.H
 				return err
 			}
 			gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
-			r := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate}
+			r := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Gate: gate, Views: controllertest.ViewsOf(mgr)}
 			return r.SetupWithManager(ctx, mgr, 2)
 		},
 		Manager: manager,

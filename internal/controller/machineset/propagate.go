@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 )
 
@@ -22,16 +23,16 @@ func (r *Reconciler) propagate(ctx context.Context, s *scope) error {
 			// set's labels back on a Machine that has just moved.
 			continue
 		}
+		if upToDate(m, &t) {
+			// The usual case, checked without a copy: a reconcile of a
+			// large set would otherwise copy every Machine it owns.
+			continue
+		}
 		updated := m.DeepCopy()
 		updated.Labels = withAll(updated.Labels, t.Metadata.Labels)
 		updated.Annotations = withAll(updated.Annotations, t.Metadata.Annotations)
 		updated.Spec.NodeTemplate = *t.Spec.NodeTemplate.DeepCopy()
 		updated.Spec.Lifecycle = *t.Spec.Lifecycle.DeepCopy()
-		if equality.Semantic.DeepEqual(m.Labels, updated.Labels) &&
-			equality.Semantic.DeepEqual(m.Annotations, updated.Annotations) &&
-			equality.Semantic.DeepEqual(m.Spec, updated.Spec) {
-			continue
-		}
 		// Computed from m, the Machine as read; New copies it, m being the
 		// cache's own object.
 		if err := patch.New(r.Client, m).PatchObject(ctx, updated); err != nil {
@@ -40,6 +41,25 @@ func (r *Reconciler) propagate(ctx context.Context, s *scope) error {
 		s.log.V(1).Info("propagated template to machine", "machine", m.Name)
 	}
 	return nil
+}
+
+// upToDate reports whether m already has everything propagate would
+// write from t.
+func upToDate(m *v1alpha1.Machine, t *v1alpha1.MachineTemplateSpec) bool {
+	return hasAll(m.Labels, t.Metadata.Labels) &&
+		hasAll(m.Annotations, t.Metadata.Annotations) &&
+		equality.Semantic.DeepEqual(m.Spec.NodeTemplate, t.Spec.NodeTemplate) &&
+		equality.Semantic.DeepEqual(m.Spec.Lifecycle, t.Spec.Lifecycle)
+}
+
+// hasAll reports whether have holds every key of want with want's value.
+func hasAll(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // withAll returns have with every key of want set to want's value.

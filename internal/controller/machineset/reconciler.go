@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -51,6 +52,9 @@ type Reconciler struct {
 	// everything. Failed Machines are replaced without asking: a failure
 	// is never held back.
 	Gate *disruption.Gate
+	// Views reads the Machines it owns as the cache's own objects, not
+	// copies (ownerindex.Views). Nil reads them with a List.
+	Views *ownerindex.Views
 
 	expectations expectations
 	replacements replaceBackoff
@@ -177,18 +181,16 @@ type scope struct {
 // cache's object would corrupt the cache for every reader.
 func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	var candidates []*v1alpha1.Machine
-	for _, by := range []client.MatchingFields{ownerindex.ControlledBy(s.ms.UID), ownerindex.Orphans()} {
-		list := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace), by, client.UnsafeDisableDeepCopy); err != nil {
+	for _, uid := range []types.UID{s.ms.UID, ""} { // its own, then the orphans
+		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, s.ms.Namespace, uid)
+		if err != nil {
 			return err
 		}
-		for i := range list.Items {
-			candidates = append(candidates, &list.Items[i])
-		}
+		candidates = append(candidates, machines...)
 	}
 	s.owned = map[string]*v1alpha1.Machine{}
 	for _, m := range candidates {
-		owner := metav1.GetControllerOf(m)
+		owner := metav1.GetControllerOfNoCopy(m)
 		matches := s.selector.Matches(labels.Set(m.Labels))
 		switch {
 		case owner != nil && owner.UID == s.ms.UID && matches:

@@ -39,7 +39,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 // machineToSets maps a Machine to its controller MachineSet, or, for an
 // orphan, to every MachineSet whose selector matches it (to adopt it).
 func (r *Reconciler) machineToSets(ctx context.Context, o client.Object) []reconcile.Request {
-	if ref := metav1.GetControllerOf(o); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		if ref.Kind != "MachineSet" || ref.APIVersion != v1alpha1.GroupVersion.String() {
 			return nil
 		}

@@ -67,15 +67,15 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 		}
 	}
 	for _, o := range sets {
-		list := &v1alpha1.MachineList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace), ownerindex.ControlledBy(o.UID), client.UnsafeDisableDeepCopy); err != nil {
+		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ms.Namespace, o.UID)
+		if err != nil {
 			return nil, err
 		}
 		if o == newest {
 			z.newest = map[string]int32{}
 		}
-		for i := range list.Items {
-			if m := &list.Items[i]; counted(m) {
+		for _, m := range machines {
+			if counted(m) {
 				z.others[m.Spec.FailureDomain]++
 				if o == newest {
 					z.newest[m.Spec.FailureDomain]++
@@ -90,7 +90,7 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 // without one: it counts only its own Machines). They are the cache's
 // objects: read them only.
 func (r *Reconciler) siblings(ctx context.Context, ms *v1alpha1.MachineSet) ([]*v1alpha1.MachineSet, error) {
-	md, owner := ms.Labels[v1alpha1.MachineDeploymentNameLabel], metav1.GetControllerOf(ms)
+	md, owner := ms.Labels[v1alpha1.MachineDeploymentNameLabel], metav1.GetControllerOfNoCopy(ms)
 	if md == "" || owner == nil {
 		return nil, nil
 	}
@@ -103,7 +103,7 @@ func (r *Reconciler) siblings(ctx context.Context, ms *v1alpha1.MachineSet) ([]*
 	var out []*v1alpha1.MachineSet
 	for i := range sets.Items {
 		o := &sets.Items[i]
-		if ref := metav1.GetControllerOf(o); o.UID != ms.UID && ref != nil && ref.UID == owner.UID {
+		if ref := metav1.GetControllerOfNoCopy(o); o.UID != ms.UID && ref != nil && ref.UID == owner.UID {
 			out = append(out, o)
 		}
 	}

@@ -59,7 +59,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, objs ...client.Object) erro
 
 // key is the index value of o: its controller's UID, else orphanKey.
 func key(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); ref != nil {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
 		return []string{string(ref.UID)}
 	}
 	return []string{orphanKey}

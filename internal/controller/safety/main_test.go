@@ -56,11 +56,12 @@ func newWorld(t *testing.T, s setup) *world {
 		},
 		Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
 			if s.machineSet {
-				ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller")}
+				ms := &machineset.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("machineset-controller"), Views: controllertest.ViewsOf(mgr)}
 				if err := ms.SetupWithManager(ctx, mgr, 2); err != nil {
 					return err
 				}
 			}
+			sc.Views = controllertest.ViewsOf(mgr)
 			return sc.SetupWithManager(ctx, mgr, mgr)
 		},
 	})

@@ -54,6 +54,7 @@ func judgeOvershoot(machines, limit, down int32, frozen, override bool) overshoo
 // an overshoot.
 type overshoot struct {
 	client   client.Client
+	views    *ownerindex.Views
 	recorder events.EventRecorder
 	cfg      Config
 }
@@ -97,7 +98,7 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	var n int32
 	for i := range sets.Items {
 		ms := &sets.Items[i]
-		if ref := metav1.GetControllerOf(ms); ref == nil || ref.UID != md.UID {
+		if ref := metav1.GetControllerOfNoCopy(ms); ref == nil || ref.UID != md.UID {
 			continue
 		}
 		c, err := o.countMachines(ctx, ms)
@@ -114,15 +115,13 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 // limits that bound how many exist (autoPreserveFailedMax, the preserve
 // timeout) bound it instead (docs/preservation.md).
 func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
-	machines := &v1alpha1.MachineList{}
-	if err := o.client.List(ctx, machines, client.InNamespace(ms.Namespace),
-		ownerindex.ControlledBy(ms.UID), client.UnsafeDisableDeepCopy); err != nil {
+	machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, o.views, o.client, &v1alpha1.MachineList{}, ms.Namespace, ms.UID)
+	if err != nil {
 		return 0, err
 	}
 	var n int32
-	for i := range machines.Items {
-		m := &machines.Items[i]
-		if ref := metav1.GetControllerOf(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !preserve.Held(m) {
+	for _, m := range machines {
+		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !preserve.Held(m) {
 			n++
 		}
 	}
@@ -131,7 +130,7 @@ func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) 
 
 // deploymentOf returns the MachineDeployment controlling ms, nil if none.
 func (o *overshoot) deploymentOf(ctx context.Context, ms *v1alpha1.MachineSet) (*v1alpha1.MachineDeployment, error) {
-	ref := metav1.GetControllerOf(ms)
+	ref := metav1.GetControllerOfNoCopy(ms)
 	if ref == nil || ref.Kind != "MachineDeployment" {
 		return nil, nil
 	}

@@ -73,7 +73,7 @@ func createdOrDeleted(name func(client.Object) string) handler.TypedEventHandler
 
 // controllerSetName is the name of the MachineSet controlling Machine m, "" if none.
 func controllerSetName(m client.Object) string {
-	if ref := metav1.GetControllerOf(m); ref != nil && ref.Kind == "MachineSet" {
+	if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.Kind == "MachineSet" {
 		return ref.Name
 	}
 	return ""

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -22,6 +23,9 @@ type Controller struct {
 	Drivers map[string]driver.Driver
 	// Probes are the API servers whose silence freezes the manager.
 	Probes []Probe
+	// Views reads the Machines the overshoot check counts as the cache's
+	// own objects (ownerindex.Views). Nil counts them from a List.
+	Views *ownerindex.Views
 
 	freeze  Freeze
 	orphans OrphanCollector
@@ -54,7 +58,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	if err := mgr.Add(&c.orphans); err != nil {
 		return err
 	}
-	over := &overshoot{client: mgr.GetClient(), recorder: rec, cfg: c.Config}
+	over := &overshoot{client: mgr.GetClient(), views: c.Views, recorder: rec, cfg: c.Config}
 	if err := over.setup(ctx, mgr); err != nil {
 		return err
 	}

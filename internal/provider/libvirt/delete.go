@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	golibvirt "github.com/digitalocean/go-libvirt"
 
+	"github.com/millwright-dev/millwright/internal/logtail"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -17,6 +19,10 @@ const (
 	shutdownPoll = 200 * time.Millisecond
 	// replyMargin is kept from a call's deadline to answer in time.
 	replyMargin = time.Second
+	// repress is how often a deletion presses the power button again
+	// while it waits: a guest drops a press it is not watching for yet
+	// (one deleted while it boots) and answers the next one.
+	repress = 10 * time.Second
 )
 
 // DeleteMachine shuts the Machine's domain down (ACPI, then destroy after
@@ -83,7 +89,9 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 // counted once across calls, driver restarts and driver instances; a call
 // whose deadline comes first answers Aborted (retried). The button is
 // pressed before the time is recorded: a driver stopped in between presses
-// it again on the next call, which a guest shutting down ignores.
+// it again on the next call, which a guest shutting down ignores. While it
+// waits it presses again every repress (nextPress), for a guest that was
+// not watching the button at the first press.
 func (d *Driver) powerOff(ctx context.Context, c *conn, f *found, grace time.Duration) error {
 	dom := f.dom
 	active, err := c.l.DomainIsActive(dom)
@@ -99,6 +107,7 @@ func (d *Driver) powerOff(ctx context.Context, c *conn, f *found, grace time.Dur
 			return err
 		}
 		deadline := asked.Add(grace)
+		next, repeated := nextPress(asked, time.Now()), 0
 		for time.Now().Before(deadline) {
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < replyMargin+shutdownPoll {
 				return driver.Errorf(driver.Aborted, "domain %s is shutting down (grace period until %s); the deletion goes on at the next call", dom.Name, deadline.Format(time.RFC3339))
@@ -112,12 +121,28 @@ func (d *Driver) powerOff(ctx context.Context, c *conn, f *found, grace time.Dur
 				return c.errorf(err, "domain %s", dom.Name)
 			}
 			if active == 0 {
-				d.opts.Logger.Info("the guest shut down after the ACPI shutdown", "domain", dom.Name,
-					"seconds", time.Since(asked).Round(time.Millisecond).Seconds())
+				attrs := []any{"domain", dom.Name, "seconds", time.Since(asked).Round(time.Millisecond).Seconds()}
+				if repeated > 0 {
+					// Why the guest missed a press is in its console, which
+					// the deletion removes.
+					attrs = append(attrs, "pressesRepeated", repeated, "console", f.meta.ConsoleLog, "consoleTail", consoleTail(f))
+				}
+				d.opts.Logger.Info("the guest shut down after the ACPI shutdown", attrs...)
 				return nil
 			}
+			if now := time.Now(); !now.Before(next) && now.Before(deadline) {
+				d.pressPowerButton(c, dom)
+				repeated++
+				d.opts.Logger.Info("pressed the ACPI power button again", "domain", dom.Name,
+					"seconds", now.Sub(asked).Round(time.Millisecond).Seconds())
+				next = nextPress(asked, now)
+			}
 		}
-		d.opts.Logger.Info("the guest did not shut down within the grace period: destroying it", "domain", dom.Name, "grace", grace)
+		// What the guest did last is lost with its console log, which the
+		// deletion removes: a guest that ignored the power button says why
+		// here (docs/providers/libvirt.md, Deletion).
+		d.opts.Logger.Info("the guest did not shut down within the grace period: destroying it", "domain", dom.Name, "grace", grace,
+			"console", f.meta.ConsoleLog, "consoleTail", consoleTail(f))
 	}
 	if err := c.l.DomainDestroyFlags(dom, golibvirt.DomainDestroyDefault); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
 		return c.errorf(err, "destroying domain %s", dom.Name)
@@ -136,10 +161,7 @@ func (d *Driver) askShutdown(c *conn, f *found, grace time.Duration) (time.Time,
 		}
 		d.opts.Logger.Warn("unreadable shutdown time in a domain's metadata; asking again", "domain", f.dom.Name, "value", f.meta.ShutdownRequested)
 	}
-	// A guest without ACPI support ignores it; the destroy follows.
-	if err := c.l.DomainShutdownFlags(f.dom, golibvirt.DomainShutdownAcpiPowerBtn); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
-		d.opts.Logger.Warn("ACPI shutdown failed; the domain is destroyed after the grace period", "domain", f.dom.Name, "err", err)
-	}
+	d.pressPowerButton(c, f.dom)
 	asked := time.Now()
 	meta := *f.meta
 	meta.ShutdownRequested = asked.UTC().Format(time.RFC3339Nano)
@@ -148,4 +170,29 @@ func (d *Driver) askShutdown(c *conn, f *found, grace time.Duration) (time.Time,
 	}
 	d.opts.Logger.Info("asked the guest to shut down (ACPI power button)", "domain", f.dom.Name, "grace", grace)
 	return asked, nil
+}
+
+// pressPowerButton asks the guest to shut down through its ACPI power
+// button. A guest without ACPI support ignores it; the destroy follows.
+func (d *Driver) pressPowerButton(c *conn, dom golibvirt.Domain) {
+	if err := c.l.DomainShutdownFlags(dom, golibvirt.DomainShutdownAcpiPowerBtn); err != nil && !isCode(err, golibvirt.ErrOperationInvalid) {
+		d.opts.Logger.Warn("ACPI shutdown failed; the domain is destroyed after the grace period", "domain", dom.Name, "err", err)
+	}
+}
+
+// nextPress is when a deletion that first pressed the power button at
+// asked presses it again after now: every repress from asked. It derives
+// from the time in the domain's metadata alone, so a driver that restarts
+// keeps both the schedule and the grace period's end.
+func nextPress(asked, now time.Time) time.Time {
+	if now.Before(asked) {
+		return asked.Add(repress)
+	}
+	return asked.Add((now.Sub(asked)/repress + 1) * repress)
+}
+
+// consoleTail is the last lines of the domain's console, without the
+// serial console's CRs.
+func consoleTail(f *found) string {
+	return strings.ReplaceAll(logtail.Tail(f.meta.ConsoleLog, deletedConsoleLines), "\r", "")
 }

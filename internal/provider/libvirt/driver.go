@@ -37,6 +37,11 @@ const DefaultQEMULogDir = "/var/log/libvirt/qemu"
 // consoleTailLines is how much of the console an error message quotes.
 const consoleTailLines = 20
 
+// deletedConsoleLines is how much of the console the log of a deletion
+// that did not go as asked quotes: enough for a kernel's stack dump (about
+// 30 lines) and what came before it.
+const deletedConsoleLines = 60
+
 // progressLines is how much of a running VM's console GetMachineStatus
 // reports as its progress.
 const progressLines = 8

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,10 +202,36 @@ func TestDeleteGracePeriodSurvivesADriverRestart(t *testing.T) {
 	if err := c.setMeta(f, &meta, "test: ageing the shutdown request of"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newDriver(t).DeleteMachine(short(), req); err != nil {
+	// What the guest said last (this one boots nothing, so the test
+	// writes it) is in the destroying driver's log: the deletion removes
+	// the console log with the domain.
+	const last = "the guest's last words"
+	if err := appendTo(f.meta.ConsoleLog, "earlier\r\n"+last+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	restarted := New(Options{ConsoleDir: fixture.consoleDir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(restarted.Close)
+	if _, err := restarted.DeleteMachine(short(), req); err != nil {
 		t.Fatalf("DeleteMachine by a restarted driver after the grace period: %v; want the domain destroyed", err)
 	}
 	if domainExists(t, l, domainName(m)) {
 		t.Fatal("the domain exists after DeleteMachine")
 	}
+	if out := logs.String(); !strings.Contains(out, "destroying it") || !strings.Contains(out, `consoleTail="earlier\n`+last+`"`) {
+		t.Errorf("the driver's log of the destroy lacks the console's tail (%q, without CRs):\n%s", last, out)
+	}
+}
+
+// appendTo appends text to the file at path.
+func appendTo(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -6,7 +6,7 @@ import "fmt"
 // Machines are on their way: a fifth of a wave (maxSurge +
 // maxUnavailable), at least 1. Machines become available one by one; a
 // write per Machine cost each replaced Machine about 1.4 MachineSet
-// patches and a deployment Event (docs/benchmarks.md, "Rollouts in
+// patches and a deployment Event (docs/benchmarks-history.md, "Rollouts in
 // waves").
 func BatchOf(surge, unavailable int32) int32 {
 	return max(1, (surge+unavailable)/5)
