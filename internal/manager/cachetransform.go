@@ -1,0 +1,42 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+var stripManagedFields = crcache.TransformStripManagedFields()
+
+// cacheTransform is the transform of every cached object: managedFields
+// dropped (no controller reads them), of a Node's status only its
+// conditions, addresses and nodeInfo kept, and equal strings shared
+// (shareStrings).
+//
+// The controllers read a cached Node's metadata, spec, conditions and
+// nodeInfo (the kubelet version an in-place update waits for,
+// docs/in-place-updates.md), never the rest of its status (the drain
+// reads volumesAttached from the API server); a real Node's status.images
+// alone is often the largest part of it, and a heap profile at 5000 Nodes
+// showed 12.5 MiB decoding Node status (docs/benchmarks-history.md). Writes
+// are unaffected: a Node patch is computed between two trimmed copies, and
+// the API server keeps a Node's status on an update of the Node.
+func cacheTransform(obj any) (any, error) {
+	obj, err := stripManagedFields(obj)
+	if err != nil {
+		return obj, err
+	}
+	if o, err := meta.Accessor(obj); err == nil {
+		shareMeta(o)
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		o.Status = corev1.NodeStatus{Conditions: o.Status.Conditions, Addresses: o.Status.Addresses, NodeInfo: o.Status.NodeInfo}
+		shareNode(o)
+	case *v1alpha1.Machine:
+		shareMachine(o)
+	}
+	return obj, nil
+}

@@ -1,0 +1,112 @@
+package manager
+
+import (
+	"encoding/json"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// The cache keeps of a Node what the controllers read — metadata but its
+// managedFields, spec, conditions, addresses, nodeInfo (the kubelet version
+// an in-place update waits for) — and nothing else of its status.
+func TestCacheTransformTrimsNodes(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.NodeSpec{ProviderID: "sim://x", Unschedulable: true},
+		Status: corev1.NodeStatus{
+			Conditions:      []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
+			Images:          []corev1.ContainerImage{{Names: []string{"registry/image:1"}, SizeBytes: 1}},
+			VolumesAttached: []corev1.AttachedVolume{{Name: "v"}},
+			NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: "v1.34.0"},
+		},
+	}
+	out, err := cacheTransform(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Node)
+	if len(got.ManagedFields) != 0 || len(got.Status.Images) != 0 || len(got.Status.VolumesAttached) != 0 {
+		t.Errorf("kept what no controller reads: managedFields %v, images %v, volumesAttached %v",
+			got.ManagedFields, got.Status.Images, got.Status.VolumesAttached)
+	}
+	if got.Labels["a"] != "b" || got.Spec.ProviderID != "sim://x" || !got.Spec.Unschedulable ||
+		len(got.Status.Conditions) != 1 || len(got.Status.Addresses) != 1 || got.Status.NodeInfo.KubeletVersion != "v1.34.0" {
+		t.Errorf("lost what the controllers read: %+v", got)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	out, err = cacheTransform(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := out.(*corev1.Pod); len(p.ManagedFields) != 0 || p.Status.Phase != corev1.PodRunning {
+		t.Errorf("another kind: %+v", p)
+	}
+}
+
+// Two objects decoded apart share their repeated strings once cached: a
+// label's key and value, an annotation, the owner reference, a condition's
+// reason and message, the node info.
+func TestCacheTransformSharesStrings(t *testing.T) {
+	nodeJSON := `{"metadata":{"name":"n","labels":{"topology.kubernetes.io/zone":"local-b"},
+		"annotations":{"kwok.x-k8s.io/node":"fake"}},
+		"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status"}],
+		"nodeInfo":{"kubeletVersion":"v1.36.3"}}}`
+	machineJSON := `{"metadata":{"name":"m","labels":{"machine.millwright.dev/set-name":"web-1"},
+		"ownerReferences":[{"apiVersion":"machine.millwright.dev/v1alpha1","kind":"MachineSet","name":"web-1","uid":"u-1"}],
+		"finalizers":["machine.millwright.dev/machine"]},
+		"spec":{"class":{"name":"small"}},
+		"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True","reason":"Running","message":"the Node is Ready"}]}}`
+	decode := func(in string, obj any) {
+		t.Helper()
+		if err := json.Unmarshal([]byte(in), obj); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cacheTransform(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n1, n2 corev1.Node
+	decode(nodeJSON, &n1)
+	decode(nodeJSON, &n2)
+	var m1, m2 v1alpha1.Machine
+	decode(machineJSON, &m1)
+	decode(machineJSON, &m2)
+	key := func(m map[string]string) string {
+		for k := range m {
+			return k
+		}
+		return ""
+	}
+	pairs := map[string][2]string{
+		"a Node label key":           {key(n1.Labels), key(n2.Labels)},
+		"a Node label value":         {n1.Labels["topology.kubernetes.io/zone"], n2.Labels["topology.kubernetes.io/zone"]},
+		"a Node annotation key":      {key(n1.Annotations), key(n2.Annotations)},
+		"a Node annotation value":    {n1.Annotations["kwok.x-k8s.io/node"], n2.Annotations["kwok.x-k8s.io/node"]},
+		"a Node condition message":   {n1.Status.Conditions[0].Message, n2.Status.Conditions[0].Message},
+		"a Node condition reason":    {n1.Status.Conditions[0].Reason, n2.Status.Conditions[0].Reason},
+		"the kubelet version":        {n1.Status.NodeInfo.KubeletVersion, n2.Status.NodeInfo.KubeletVersion},
+		"a Machine label value":      {m1.Labels["machine.millwright.dev/set-name"], m2.Labels["machine.millwright.dev/set-name"]},
+		"a Machine's owner":          {m1.OwnerReferences[0].Name, m2.OwnerReferences[0].Name},
+		"a Machine's owner UID":      {string(m1.OwnerReferences[0].UID), string(m2.OwnerReferences[0].UID)},
+		"a Machine's finalizer":      {m1.Finalizers[0], m2.Finalizers[0]},
+		"a Machine's class":          {m1.Spec.Class.Name, m2.Spec.Class.Name},
+		"a Machine condition reason": {m1.Status.Conditions[0].Reason, m2.Status.Conditions[0].Reason},
+		"a Machine condition text":   {m1.Status.Conditions[0].Message, m2.Status.Conditions[0].Message},
+		"a Machine's phase":          {string(m1.Status.Phase), string(m2.Status.Phase)},
+	}
+	for what, p := range pairs {
+		if p[0] == "" || p[0] != p[1] {
+			t.Errorf("%s: decoded %q and %q", what, p[0], p[1])
+		} else if unsafe.StringData(p[0]) != unsafe.StringData(p[1]) {
+			t.Errorf("%s (%q): two copies in the cache, want one", what, p[0])
+		}
+	}
+}
