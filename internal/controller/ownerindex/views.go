@@ -75,11 +75,19 @@ func Controlled[T client.Object](ctx context.Context, v *Views, c client.Reader,
 	if uid == "" {
 		value = orphanKey
 	}
+	return Indexed[T](ctx, v, c, list, ns, Name, value)
+}
+
+// Indexed returns the objects of T in namespace ns that the field index
+// field (added with IndexField) has under value: the cache's own objects,
+// to read only. list is the List type of T, used only when the fallback
+// List runs.
+func Indexed[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList, ns, field, value string) ([]T, error) {
 	var zero T
 	if idx := v.indexer(reflect.TypeOf(zero)); idx != nil {
-		objs, err := idx.ByIndex(fieldIndexName(Name), namespacedKey(ns, value))
+		objs, err := idx.ByIndex(fieldIndexName(field), namespacedKey(ns, value))
 		if err != nil {
-			return nil, fmt.Errorf("reading the %s index: %w", Name, err)
+			return nil, fmt.Errorf("reading the %s index: %w", field, err)
 		}
 		out := make([]T, 0, len(objs))
 		for _, o := range objs {
@@ -89,7 +97,7 @@ func Controlled[T client.Object](ctx context.Context, v *Views, c client.Reader,
 		}
 		return out, nil
 	}
-	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{Name: value}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	items, err := meta.ExtractList(list)
