@@ -12,8 +12,8 @@ var stripManagedFields = crcache.TransformStripManagedFields()
 
 // cacheTransform is the transform of every cached object: managedFields
 // dropped (no controller reads them), of a Node's status only its
-// conditions, addresses and nodeInfo kept, and equal strings shared
-// (shareStrings).
+// conditions, addresses and nodeInfo kept, equal strings shared and
+// slices clipped to their length (compact.go).
 //
 // The controllers read a cached Node's metadata, spec, conditions and
 // nodeInfo (the kubelet version an in-place update waits for,
@@ -29,14 +29,14 @@ func cacheTransform(obj any) (any, error) {
 		return obj, err
 	}
 	if o, err := meta.Accessor(obj); err == nil {
-		shareMeta(o)
+		compactMeta(o)
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
 		o.Status = corev1.NodeStatus{Conditions: o.Status.Conditions, Addresses: o.Status.Addresses, NodeInfo: o.Status.NodeInfo}
-		shareNode(o)
+		compactNode(o)
 	case *v1alpha1.Machine:
-		shareMachine(o)
+		compactMachine(o)
 	}
 	return obj, nil
 }

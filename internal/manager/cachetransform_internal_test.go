@@ -2,6 +2,7 @@ package manager
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -108,5 +109,32 @@ func TestCacheTransformSharesStrings(t *testing.T) {
 		} else if unsafe.StringData(p[0]) != unsafe.StringData(p[1]) {
 			t.Errorf("%s (%q): two copies in the cache, want one", what, p[0])
 		}
+	}
+}
+
+// A decoded slice keeps no spare room in the cache, and an object without
+// the optional parts the transform reads goes through it unchanged.
+func TestCacheTransformClipsSlices(t *testing.T) {
+	conditions := make([]metav1.Condition, 5, 8)
+	for i := range conditions {
+		conditions[i] = metav1.Condition{Type: fmt.Sprintf("C%d", i), Status: metav1.ConditionTrue}
+	}
+	m := &v1alpha1.Machine{Status: v1alpha1.MachineStatus{Conditions: conditions}}
+	if _, err := cacheTransform(m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Status.Conditions; len(got) != 5 || cap(got) != 5 || got[4].Type != "C4" {
+		t.Errorf("conditions in the cache: len %d cap %d %v, want the five in no more room", len(got), cap(got), got)
+	}
+	n := &corev1.Node{Status: corev1.NodeStatus{Conditions: make([]corev1.NodeCondition, 1, 4)}}
+	if _, err := cacheTransform(n); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Status.Conditions; len(got) != 1 || cap(got) != 1 {
+		t.Errorf("a Node's conditions in the cache: len %d cap %d, want 1 and 1", len(got), cap(got))
+	}
+	bare := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
+	if _, err := cacheTransform(bare); err != nil || bare.Name != "bare" || bare.Spec.Class != nil {
+		t.Errorf("a Machine without a class: %v, %+v", err, bare)
 	}
 }
