@@ -223,13 +223,22 @@ func procRSSMiB(pid int) (float64, error) {
 }
 
 // peaks samples the manager's heap and RSS about every second, because
-// both are gauges whose maximum between two scrapes would otherwise be lost.
+// they are gauges whose maximum between two scrapes would otherwise be
+// lost.
 type peaks struct {
-	mu                sync.Mutex
-	heapMiB, rssMiB   float64
-	lastHeap, lastRSS float64
-	cancel            context.CancelFunc
-	done              chan struct{}
+	mu     sync.Mutex
+	max    memory
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// memory is what peaks keeps, in MiB: the heap allocated
+// (go_memstats_heap_alloc_bytes, live objects and the garbage not yet
+// collected), the heap the last collection found live
+// (go_gc_heap_live_bytes: the first without the collector's headroom,
+// which GOGC=100 lets grow to as much again) and the RSS.
+type memory struct {
+	heap, liveHeap, rss float64
 }
 
 func startPeaks(ctx context.Context, metricsURL string, pid int) *peaks {
@@ -252,30 +261,24 @@ func startPeaks(ctx context.Context, metricsURL string, pid int) *peaks {
 }
 
 func (p *peaks) take(ctx context.Context, metricsURL string, pid int) {
-	heap := -1.0
+	var m memory
 	if s, err := scrape(ctx, metricsURL); err == nil {
-		heap = s.sum("go_memstats_heap_alloc_bytes", nil) / (1 << 20)
+		m.heap = s.sum("go_memstats_heap_alloc_bytes", nil) / (1 << 20)
+		m.liveHeap = s.sum("go_gc_heap_live_bytes", nil) / (1 << 20)
 	}
-	rss, err := procRSSMiB(pid)
-	if err != nil {
-		rss = -1
+	if rss, err := procRSSMiB(pid); err == nil {
+		m.rss = rss
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if heap >= 0 {
-		p.lastHeap, p.heapMiB = heap, max(p.heapMiB, heap)
-	}
-	if rss >= 0 {
-		p.lastRSS, p.rssMiB = rss, max(p.rssMiB, rss)
-	}
+	p.max = memory{max(p.max.heap, m.heap), max(p.max.liveHeap, m.liveHeap), max(p.max.rss, m.rss)}
 }
 
-// stop ends the sampling and returns the peak heap and RSS, in MiB, and
-// the last heap sampled.
-func (p *peaks) stop() (heapMiB, rssMiB, lastHeapMiB float64) {
+// stop ends the sampling and returns the largest of each figure sampled.
+func (p *peaks) stop() memory {
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.heapMiB, p.rssMiB, p.lastHeap
+	return p.max
 }

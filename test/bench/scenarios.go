@@ -41,7 +41,7 @@ func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error
 // says by how much.
 func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, error) {
 	end, err := m.e.readCounters(ctx)
-	heap, rss, _ := m.peaks.stop()
+	mem := m.peaks.stop()
 	if err != nil {
 		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
 	}
@@ -50,8 +50,9 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 	r := &result{
 		Scenario: scenario, Machines: n,
 		Seconds:           round(end.at.Sub(m.start.at).Seconds(), 1),
-		ManagerPeakHeap:   num(round(heap, 1)),
-		ManagerRSS:        num(round(rss, 1)),
+		ManagerPeakHeap:   num(round(mem.heap, 1)),
+		ManagerLiveHeap:   num(round(mem.liveHeap, 1)),
+		ManagerRSS:        num(round(mem.rss, 1)),
 		ManagerCPUSeconds: num(round(end.cpuSeconds-m.start.cpuSeconds, 1)),
 		Writes:            map[string]float64{},
 		QPS:               m.e.qps, Burst: m.e.burst,
