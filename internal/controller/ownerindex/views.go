@@ -83,32 +83,44 @@ func Controlled[T client.Object](ctx context.Context, v *Views, c client.Reader,
 // to read only. list is the List type of T, used only when the fallback
 // List runs.
 func Indexed[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList, ns, field, value string) ([]T, error) {
+	return read[T](ctx, v, c, list, fieldIndexName(field), namespacedKey(ns, value),
+		client.InNamespace(ns), client.MatchingFields{field: value})
+}
+
+// InNamespace returns the objects of T in namespace ns: the cache's own
+// objects, to read only. list is the List type of T, used only when the
+// fallback List runs.
+func InNamespace[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList, ns string) ([]T, error) {
+	return read[T](ctx, v, c, list, toolscache.NamespaceIndex, ns, client.InNamespace(ns))
+}
+
+// read returns the objects the store of T has under key in its index,
+// else those a List with opts returns.
+func read[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList, index, key string, opts ...client.ListOption) ([]T, error) {
 	var zero T
 	if idx := v.indexer(reflect.TypeOf(zero)); idx != nil {
-		objs, err := idx.ByIndex(fieldIndexName(field), namespacedKey(ns, value))
+		objs, err := idx.ByIndex(index, key)
 		if err != nil {
-			return nil, fmt.Errorf("reading the %s index: %w", field, err)
+			return nil, fmt.Errorf("reading the %s index: %w", index, err)
 		}
-		out := make([]T, 0, len(objs))
-		for _, o := range objs {
-			if t, ok := o.(T); ok {
-				out = append(out, t)
-			}
-		}
-		return out, nil
+		return ofType[T](objs), nil
 	}
-	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, err
 	}
 	items, err := meta.ExtractList(list)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]T, 0, len(items))
-	for _, o := range items {
-		if t, ok := o.(T); ok {
+	return ofType[T](items), nil
+}
+
+func ofType[T, O any](objs []O) []T {
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := any(o).(T); ok {
 			out = append(out, t)
 		}
 	}
-	return out, nil
+	return out
 }

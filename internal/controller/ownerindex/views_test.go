@@ -56,19 +56,23 @@ func TestViewsMatchList(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), m) })
 	}
-	names := func(v *ownerindex.Views, uid types.UID) []string {
-		got, err := ownerindex.Controlled[*v1alpha1.Machine](t.Context(), v, c, &v1alpha1.MachineList{}, ns, uid)
+	// ours is the names, without the prefix, of the Machines this test made.
+	ours := func(machines []*v1alpha1.Machine, err error) []string {
+		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []string
-		for _, m := range got {
+		for _, m := range machines {
 			if len(m.Name) > len(prefix) && m.Name[:len(prefix)] == prefix {
 				out = append(out, m.Name[len(prefix):])
 			}
 		}
 		slices.Sort(out)
 		return out
+	}
+	names := func(v *ownerindex.Views, uid types.UID) []string {
+		return ours(ownerindex.Controlled[*v1alpha1.Machine](t.Context(), v, c, &v1alpha1.MachineList{}, ns, uid))
 	}
 	testenv.Eventually(t, 30*time.Second, "the cache to hold the four Machines", func() (bool, error) {
 		return slices.Equal(names(views, setUID), []string{"a", "b"}) && slices.Equal(names(views, ""), []string{"orphan"}), nil
@@ -77,6 +81,13 @@ func TestViewsMatchList(t *testing.T) {
 		if view, list := names(views, uid), names(nil, uid); !slices.Equal(view, list) {
 			t.Errorf("controlled by %q: the view reads %v, a List %v", uid, view, list)
 		}
+	}
+
+	inNamespace := func(v *ownerindex.Views) []string {
+		return ours(ownerindex.InNamespace[*v1alpha1.Machine](t.Context(), v, c, &v1alpha1.MachineList{}, ns))
+	}
+	if view, list := inNamespace(views), inNamespace(nil); !slices.Equal(view, []string{"a", "b", "orphan", "other"}) || !slices.Equal(view, list) {
+		t.Errorf("in the namespace: the view reads %v, a List %v, want a, b, orphan and other", view, list)
 	}
 
 	// The cache's own object: two reads give the same pointer, where a

@@ -23,8 +23,9 @@ type Controller struct {
 	Drivers map[string]driver.Driver
 	// Probes are the API servers whose silence freezes the manager.
 	Probes []Probe
-	// Views reads the Machines the overshoot check counts as the cache's
-	// own objects (ownerindex.Views). Nil counts them from a List.
+	// Views reads the Machines the overshoot check counts and the orphan
+	// collection matches as the cache's own objects (ownerindex.Views).
+	// Nil reads them with a List.
 	Views *ownerindex.Views
 
 	freeze  Freeze
@@ -52,6 +53,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	c.orphans.Client = mgr.GetClient()
 	c.orphans.APIReader = mgr.GetAPIReader()
 	c.orphans.Cache = mgr.GetCache()
+	c.orphans.Views = c.Views
 	c.orphans.Drivers = c.Drivers
 	c.orphans.Recorder = rec
 	c.orphans.Config = c.Config
