@@ -72,7 +72,7 @@ func compactNode(n *corev1.Node) {
 	}
 	info := &n.Status.NodeInfo
 	for _, s := range []*string{&info.Architecture, &info.ContainerRuntimeVersion, &info.KernelVersion,
-		&info.KubeProxyVersion, &info.KubeletVersion, &info.OperatingSystem, &info.OSImage} {
+		&info.KubeletVersion, &info.OperatingSystem, &info.OSImage} {
 		*s = share(*s)
 	}
 }
