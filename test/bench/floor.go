@@ -32,23 +32,24 @@ const floorWorkers = 16
 // Machines go through a client with the manager's QPS and the Nodes
 // through another with the sim's, as in the real system, where the manager
 // creates Machines and the sim registers Nodes concurrently. It returns the
-// seconds from the first create to the last Node Ready, and removes what
-// it made. With hold > 0 it keeps the Ready Nodes that long first and
-// says whether they stayed Ready.
-func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout, hold time.Duration) (seconds float64, held *heldFloor, err error) {
+// seconds from the first create to the last Node Ready and where the
+// machine's CPU went meanwhile, and removes what it made. With hold > 0 it
+// keeps the Ready Nodes that long first and says whether they stayed Ready.
+func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout, hold time.Duration) (r floorRun, err error) {
 	if err := e.admin.Create(ctx, machineClass(floorNamespace, classFast, 0)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return 0, nil, err
+		return r, err
 	}
 	machines, err := e.client(e.qps, e.burst)
 	if err != nil {
-		return 0, nil, err
+		return r, err
 	}
 	nodes, err := e.client(e.qps, e.burst)
 	if err != nil {
-		return 0, nil, err
+		return r, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	cpu := takeCPU(e.cluster.PIDs())
 	begin := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -67,7 +68,7 @@ func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			return 0, nil, fmt.Errorf("floor: %w", err)
+			return r, fmt.Errorf("floor: %w", err)
 		}
 	}
 	created := time.Since(begin)
@@ -76,16 +77,24 @@ func (e *env) floor(ctx context.Context, o *observer, n int, tag string, timeout
 		return ready == n, err
 	})
 	if err != nil {
-		return 0, nil, fmt.Errorf("floor: the Nodes did not all become Ready: %w", err)
+		return r, fmt.Errorf("floor: the Nodes did not all become Ready: %w", err)
 	}
-	seconds = time.Since(begin).Seconds()
-	logf("floor(%d): created in %s, all Ready after %.1fs", n, created.Round(100*time.Millisecond), seconds)
+	r.seconds = time.Since(begin).Seconds()
+	r.cpu = takeCPU(e.cluster.PIDs()).since(cpu, r.seconds)
+	logf("floor(%d): created in %s, all Ready after %.1fs", n, created.Round(100*time.Millisecond), r.seconds)
 	if hold > 0 {
-		if held, err = e.holdFloor(ctx, o, n, tag, hold); err != nil {
-			return seconds, held, err
+		if r.held, err = e.holdFloor(ctx, o, n, tag, hold); err != nil {
+			return r, err
 		}
 	}
-	return seconds, held, e.removeFloor(context.WithoutCancel(ctx), o, tag)
+	return r, e.removeFloor(context.WithoutCancel(ctx), o, tag)
+}
+
+// floorRun is what a floor measured.
+type floorRun struct {
+	seconds float64     // first create to last Node Ready
+	cpu     *cpuFigures // over those seconds
+	held    *heldFloor  // with a hold, what happened in it
 }
 
 // heldFloor is what happened while the floor's Nodes were kept (-floor-hold):

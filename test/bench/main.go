@@ -195,15 +195,15 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	var floor *float64
 	if has("floor") {
 		logf("floor: %d Machines and %d kwok Nodes", cfg.n, cfg.n)
-		s, held, err := e.floor(ctx, o, cfg.n, "n", cfg.timeout, cfg.floorHold)
+		f, err := e.floor(ctx, o, cfg.n, "n", cfg.timeout, cfg.floorHold)
 		if err != nil {
 			return results, err
 		}
-		floor = num(round(s, 1))
+		floor = num(round(f.seconds, 1))
 		w := 2.0 // one Machine and one Node create per machine, by construction
 		results = append(results, &result{Scenario: "floor", Machines: cfg.n, Seconds: *floor, FloorSeconds: floor,
-			RatioToFloor: num(1), WritesPerMachine: &w, QPS: cfg.qps, Burst: cfg.burst, Held: held})
-		if held != nil && (held.ReadyFlaps > 0 || held.NotReadyAtEnd > 0) {
+			RatioToFloor: num(1), WritesPerMachine: &w, QPS: cfg.qps, Burst: cfg.burst, Held: f.held, CPU: f.cpu})
+		if held := f.held; held != nil && (held.ReadyFlaps > 0 || held.NotReadyAtEnd > 0) {
 			logf("!!! kwok did not keep the floor's %d Nodes Ready: %d Ready flaps, %d not Ready at the end", cfg.n, held.ReadyFlaps, held.NotReadyAtEnd)
 		}
 	}

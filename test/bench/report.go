@@ -24,6 +24,9 @@ type result struct {
 	ManagerLiveHeap       *float64 `json:"manager_peak_live_heap_mib"`
 	ManagerRSS            *float64 `json:"manager_rss_mib"`
 	ManagerCPUSeconds     *float64 `json:"manager_cpu_seconds"`
+	// CPU is where the whole machine's CPU went: every process of the
+	// run, and the rest.
+	CPU *cpuFigures `json:"cpu,omitempty"`
 
 	IdealSeconds *float64 `json:"ideal_seconds,omitempty"`
 	RatioToIdeal *float64 `json:"ratio_to_ideal,omitempty"`
@@ -124,6 +127,9 @@ func writeRatios(w io.Writer, results []*result) error {
 			f := r.Spread
 			lines = append(lines, fmt.Sprintf("spread: %d Machines Running in %.1f s, zone %s out of capacity at %d Running (%.1f s); final Machines/share %s, Spread %s",
 				r.Machines, r.Seconds, f.ZoneOut, f.OutAtRunning, f.OutAfterSeconds, zonesLine(f), f.Condition))
+		}
+		if r.CPU != nil {
+			lines = append(lines, fmt.Sprintf("%s CPU: %s", r.Scenario, r.CPU.line()))
 		}
 		if r.Held != nil {
 			lines = append(lines, fmt.Sprintf("floor hold: %d Nodes kept %.1f s, %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease %.1f s",

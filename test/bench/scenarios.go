@@ -18,6 +18,7 @@ type meter struct {
 	e     *env
 	o     *observer
 	start counters
+	cpu   cpuSnapshot
 	peaks *peaks
 	flaps int64 // the observer's Node Ready flaps at the start
 }
@@ -33,7 +34,7 @@ func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error
 	if err := b.o.fleet.reset(bound); err != nil {
 		return nil, fmt.Errorf("before this scenario: %w", err)
 	}
-	return &meter{e: e, o: b.o, start: start, peaks: startPeaks(ctx, e.metricsURL, pid), flaps: b.o.nodeFlaps.Load()}, nil
+	return &meter{e: e, o: b.o, start: start, cpu: takeCPU(e.cluster.PIDs()), peaks: startPeaks(ctx, e.metricsURL, pid), flaps: b.o.nodeFlaps.Load()}, nil
 }
 
 // finish ends the measurement; per-machine figures are divided by n. When
@@ -41,6 +42,7 @@ func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error
 // says by how much.
 func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, error) {
 	end, err := m.e.readCounters(ctx)
+	cpu := takeCPU(m.e.cluster.PIDs())
 	mem := m.peaks.stop()
 	if err != nil {
 		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
@@ -54,6 +56,7 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		ManagerLiveHeap:   num(round(mem.liveHeap, 1)),
 		ManagerRSS:        num(round(mem.rss, 1)),
 		ManagerCPUSeconds: num(round(end.cpuSeconds-m.start.cpuSeconds, 1)),
+		CPU:               cpu.since(m.cpu, end.at.Sub(m.start.at).Seconds()),
 		Writes:            map[string]float64{},
 		QPS:               m.e.qps, Burst: m.e.burst,
 		ManagerArgs:       m.e.managerArgs,
@@ -163,11 +166,11 @@ func (b *bench) rollingUpdate(ctx context.Context, scenario string, n int, class
 	surge := maxSurge(n)
 	waves := int(math.Ceil(float64(n) / float64(surge)))
 	logf("%s: measuring the floor of one wave (%d Machines and Nodes)", scenario, surge)
-	join, _, err := b.e.floor(ctx, b.o, surge, "wave", b.timeout, 0)
+	join, err := b.e.floor(ctx, b.o, surge, "wave", b.timeout, 0)
 	if err != nil {
 		return nil, err
 	}
-	perWave := createLatency.Seconds() + join
+	perWave := createLatency.Seconds() + join.seconds
 	ideal := float64(waves) * perWave
 
 	m, err := b.startMeter(ctx, boundFor(n, n, b.policy))

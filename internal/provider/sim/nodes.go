@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,7 +68,7 @@ func (r *registrar) enqueue(nodeName string, after time.Duration) {
 	r.queue.Add(nodeName)
 }
 
-// run works the queue until ctx ends. It first enqueues every VM's Node,
+// run works the queue until ctx ends. It first checks every VM's Node,
 // so a sim restarted from a snapshot converges the cluster to its state.
 func (r *registrar) run(ctx context.Context) {
 	if r.client == nil {
@@ -75,7 +76,6 @@ func (r *registrar) run(ctx context.Context) {
 		r.queue.ShutDown()
 		return
 	}
-	r.enqueueAll()
 	var wg sync.WaitGroup
 	for range r.workers {
 		wg.Go(func() {
@@ -83,18 +83,36 @@ func (r *registrar) run(ctx context.Context) {
 			}
 		})
 	}
-	if r.resync > 0 {
-		wg.Go(func() { r.resyncLoop(ctx) })
-	}
+	wg.Go(func() {
+		r.enqueueAll(ctx)
+		if r.resync > 0 {
+			r.resyncLoop(ctx)
+		}
+	})
 	<-ctx.Done()
 	r.queue.ShutDown()
 	wg.Wait()
 }
 
-func (r *registrar) enqueueAll() {
-	now := r.clock.Now()
+// enqueueAll puts every VM's Node on the queue, behind the queue's own
+// work: a booted VM's Node is added only while fewer than r.workers wait,
+// so the Node of a VM made meanwhile waits behind that many at most. Each
+// check reads the Node from the API server; a resync that queued all 5000
+// at once held the Nodes of new VMs back for 100 s, the time 5000 reads
+// take at the client's 50 a second (docs/benchmarks.md).
+func (r *registrar) enqueueAll(ctx context.Context) {
 	for _, vm := range r.cloud.VMs() {
-		r.enqueue(vm.NodeName, vm.BootAt.Sub(now))
+		if after := vm.BootAt.Sub(r.clock.Now()); after > 0 {
+			r.enqueue(vm.NodeName, after)
+			continue
+		}
+		err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+			return r.queue.Len() < r.workers, nil
+		})
+		if err != nil {
+			return
+		}
+		r.enqueue(vm.NodeName, 0)
 	}
 }
 
@@ -106,7 +124,7 @@ func (r *registrar) resyncLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			r.enqueueAll()
+			r.enqueueAll(ctx)
 		}
 	}
 }
