@@ -98,7 +98,9 @@
 // taint machine.millwright.dev/uninitialized:NoSchedule. The sim writes
 // labels and taints only at registration, as a kubelet does; afterwards it
 // writes only readiness. Failed writes are retried with backoff a bounded
-// number of times; every NodeResync all live VMs' Nodes are checked again.
+// number of times; every NodeResync all live VMs' Nodes are checked again,
+// behind the queue's own work (the Node of a VM made meanwhile is not held
+// back until every Node has been read).
 // Deleting a VM never deletes its Node (the machine controller does that)
 // but makes it NotReady. Like a kubelet, a VM registers its Node once: a
 // Node deleted from the cluster is not registered again while its VM runs.
