@@ -59,6 +59,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of /metrics; "0" turns it off`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of /healthz and /readyz; "0" turns them off`)
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "address of /debug/pprof; empty: off")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", o.MemoryLimit, "soft limit of the Go runtime's memory, at which the garbage collector runs more often instead of letting the heap grow: a quantity such as 100Mi, "+MemoryLimitNone+", or "+MemoryLimitAuto+" (GOMEMLIMIT when set, else 90% of the container's memory limit, else none)")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "after SIGTERM, let reconciles in flight finish for at most this long")
 
 	le := &o.LeaderElection

@@ -63,6 +63,9 @@ type Options struct {
 	// GracefulShutdownTimeout bounds how long reconciles in flight may take
 	// to finish after SIGTERM.
 	GracefulShutdownTimeout time.Duration
+	// MemoryLimit is the Go runtime's soft memory limit: MemoryLimitAuto,
+	// MemoryLimitNone or a quantity (memlimit.go).
+	MemoryLimit string
 
 	// LeaderElection makes one of several replicas the active one.
 	LeaderElection LeaderElection
@@ -161,6 +164,7 @@ func NewOptions() *Options {
 		MetricsBindAddress:      ":8080",
 		HealthProbeBindAddress:  ":8081",
 		GracefulShutdownTimeout: 30 * time.Second,
+		MemoryLimit:             MemoryLimitAuto,
 
 		LeaderElection: LeaderElection{
 			LeaseDuration: 15 * time.Second,

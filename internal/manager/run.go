@@ -3,6 +3,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -26,6 +27,13 @@ const userAgent = "millwright-manager"
 // flags; Run never exits the process itself.
 func Run(ctx context.Context, o *Options) error {
 	log := ctrl.Log.WithName("setup")
+	limit, err := resolveMemoryLimit(o.MemoryLimit, os.Getenv("GOMEMLIMIT"), cgroupMemoryFiles)
+	if err != nil {
+		// auto is best effort: an unreadable cgroup file is no reason not to run.
+		log.Error(err, "reading the container's memory limit; no soft memory limit")
+	}
+	limit.apply()
+	log.Info("soft memory limit", "bytes", limit.bytes, "from", limit.source)
 	scheme, err := newScheme()
 	if err != nil {
 		return err

@@ -97,6 +97,9 @@ func (o *Options) Validate() error {
 	v.address("metrics-bind-address", o.MetricsBindAddress, true)
 	v.address("health-probe-bind-address", o.HealthProbeBindAddress, true)
 	v.address("pprof-bind-address", o.PprofBindAddress, false)
+	if _, err := parseMemoryLimit(o.MemoryLimit); err != nil {
+		v.check(false, "memory-limit", "%s", err)
+	}
 
 	if len(v.errs) == 0 {
 		return nil

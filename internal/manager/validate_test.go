@@ -33,7 +33,7 @@ func TestFlagsMapOntoOptions(t *testing.T) {
 		"--kube-api-qps=7", "--kube-api-burst=8",
 		"--driver", "sim=unix:///run/sim.sock", "--driver=aws=tcp://127.0.0.1:9000", "--driver=try=in-process:sim",
 		"--leader-elect", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
-		"--leader-elect-id=mw", "--pprof-bind-address=127.0.0.1:6060",
+		"--leader-elect-id=mw", "--pprof-bind-address=127.0.0.1:6060", "--memory-limit=100Mi",
 		"--token-bootstrap-provider=false", "--token-bootstrap-api-server=https://api.example:6443",
 	)
 	if err != nil {
@@ -66,6 +66,7 @@ func TestFlagsMapOntoOptions(t *testing.T) {
 		{"leader", o.LeaderElection, LeaderElection{Enabled: true, LeaseDuration: 4 * time.Second,
 			RenewDeadline: 3 * time.Second, RetryPeriod: time.Second, ID: "mw"}},
 		{"pprof", o.PprofBindAddress, "127.0.0.1:6060"},
+		{"memory limit", o.MemoryLimit, "100Mi"},
 		{"token bootstrap", o.TokenBootstrap, TokenBootstrap{APIServer: "https://api.example:6443"}},
 	} {
 		if c.got != c.want {
@@ -142,6 +143,8 @@ func TestValidationErrors(t *testing.T) {
 		{"namespace", []string{"--namespace=Team_A"}, []string{`--namespace: "Team_A" is not a valid name`}},
 		{"lease name", []string{"--leader-elect-id=Bad Name"}, []string{`--leader-elect-id: "Bad Name" is not a valid Lease name`}},
 		{"metrics address", []string{"--metrics-bind-address=8080"}, []string{`--metrics-bind-address: "8080" is not host:port`}},
+		{"memory limit zero", []string{"--memory-limit=0"}, []string{`--memory-limit: "0" is not auto, none or a positive quantity such as 100Mi`}},
+		{"memory limit word", []string{"--memory-limit=lots"}, []string{`--memory-limit: "lots" is not auto`}},
 		{"pprof zero is not off", []string{"--pprof-bind-address=0"}, []string{`--pprof-bind-address: "0" is not host:port`}},
 		{"token bootstrap API server", []string{"--token-bootstrap-api-server=http://api.example"},
 			[]string{`--token-bootstrap-api-server: "http://api.example" is not an https URL with a host`}},
