@@ -29,8 +29,8 @@ const (
 const autoMemoryShare = 0.9
 
 // cgroupMemoryFiles are where a process reads its container's memory
-// limit: cgroup v2's memory.max, then cgroup v1's limit_in_bytes. A
-// variable so tests can point at files of their own.
+// limit: cgroup v2's memory.max (the container's own cgroup, mounted at
+// the root in its cgroup namespace), then cgroup v1's limit_in_bytes.
 var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
 // memoryLimit is what --memory-limit resolves to: the soft limit in bytes
