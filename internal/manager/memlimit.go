@@ -58,24 +58,22 @@ func parseMemoryLimit(v string) (int64, error) {
 
 // resolveMemoryLimit works out the soft limit v asks for. auto leaves a
 // GOMEMLIMIT of the environment to the runtime (which already applied
-// it), else takes autoMemoryShare of the cgroup's limit, else none.
+// it), else takes autoMemoryShare of the cgroup's limit, else none; any
+// other value is what parseMemoryLimit makes of it.
 func resolveMemoryLimit(v, gomemlimit string, files []string) (memoryLimit, error) {
-	switch v {
-	case MemoryLimitNone:
-		return memoryLimit{source: "--memory-limit=none"}, nil
-	case MemoryLimitAuto:
-		if gomemlimit != "" {
-			return memoryLimit{bytes: debug.SetMemoryLimit(-1), source: "GOMEMLIMIT=" + gomemlimit, fromEnv: true}, nil
-		}
-		limit, file, err := cgroupMemoryLimit(files)
-		if err != nil || limit == 0 {
-			return memoryLimit{source: "no container memory limit found"}, err
-		}
-		return memoryLimit{bytes: int64(float64(limit) * autoMemoryShare),
-			source: fmt.Sprintf("%.0f%% of the container's %d bytes (%s)", autoMemoryShare*100, limit, file)}, nil
+	if v != MemoryLimitAuto {
+		b, err := parseMemoryLimit(v)
+		return memoryLimit{bytes: b, source: "--memory-limit=" + v}, err
 	}
-	b, err := parseMemoryLimit(v)
-	return memoryLimit{bytes: b, source: "--memory-limit=" + v}, err
+	if gomemlimit != "" {
+		return memoryLimit{bytes: debug.SetMemoryLimit(-1), source: "GOMEMLIMIT=" + gomemlimit, fromEnv: true}, nil
+	}
+	limit, file, err := cgroupMemoryLimit(files)
+	if err != nil || limit == 0 {
+		return memoryLimit{source: "no container memory limit found"}, err
+	}
+	return memoryLimit{bytes: int64(float64(limit) * autoMemoryShare),
+		source: fmt.Sprintf("%.0f%% of the container's %d bytes (%s)", autoMemoryShare*100, limit, file)}, nil
 }
 
 // cgroupMemoryLimit reads the first of files that exists: its limit in
