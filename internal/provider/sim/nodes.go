@@ -77,18 +77,13 @@ func (r *registrar) run(ctx context.Context) {
 		return
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { r.resyncLoop(ctx) })
 	for range r.workers {
 		wg.Go(func() {
 			for r.processNext(ctx) {
 			}
 		})
 	}
-	wg.Go(func() {
-		r.enqueueAll(ctx)
-		if r.resync > 0 {
-			r.resyncLoop(ctx)
-		}
-	})
 	<-ctx.Done()
 	r.queue.ShutDown()
 	wg.Wait()
@@ -116,14 +111,23 @@ func (r *registrar) enqueueAll(ctx context.Context) {
 	}
 }
 
+// resyncLoop checks every VM's Node once, then every r.resync. The
+// period counts from the start, not from the end of the first pass: a
+// first pass over thousands of VMs takes long, and a ticker started after
+// it would miss a clock that moved meanwhile.
 func (r *registrar) resyncLoop(ctx context.Context) {
-	t := r.clock.NewTicker(r.resync)
-	defer t.Stop()
+	var tick <-chan time.Time // nil (never) when resyncs are off
+	if r.resync > 0 {
+		t := r.clock.NewTicker(r.resync)
+		defer t.Stop()
+		tick = t.C()
+	}
+	r.enqueueAll(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C():
+		case <-tick:
 			r.enqueueAll(ctx)
 		}
 	}
