@@ -93,8 +93,25 @@ func rows() []row {
 				queries: []query{{`sum by (controller, result) (rate(controller_runtime_reconcile_total[$__rate_interval]))`, "{{controller}} {{result}}"}}},
 			{title: "API writes by verb", unit: "reqps", width: 8, description: "The manager's writes to the API servers (client-go's requests), by HTTP verb and status code.",
 				queries: []query{{`sum by (method, code) (rate(rest_client_requests_total{method=~"POST|PUT|PATCH|DELETE"}[$__rate_interval]))`, "{{method}} {{code}}"}}},
+			{title: "Manager memory", unit: "bytes", width: 12, description: "Per manager process: the heap (live objects and garbage not yet collected), the heap its last collection found live, its resident memory, and the soft memory limit (--memory-limit; not drawn when none is set). Without a limit the heap peaks near twice the live heap: docs/operations.md, Memory.",
+				queries: []query{
+					{managerOnly(`go_memstats_heap_alloc_bytes`), "{{instance}} heap"},
+					{managerOnly(`go_gc_heap_live_bytes`), "{{instance}} live heap"},
+					{managerOnly(`process_resident_memory_bytes`), "{{instance}} resident"},
+					// No limit is math.MaxInt64 bytes, which would flatten the rest.
+					{managerOnly(`go_gc_gomemlimit_bytes < 1e18`), "{{instance}} soft limit"},
+				}},
+			{title: "Manager CPU", unit: "short", width: 12, description: "CPU cores each manager process uses.",
+				queries: []query{{managerOnly(`rate(process_cpu_seconds_total[$__rate_interval])`), "{{instance}}"}}},
 		}},
 	}
+}
+
+// managerOnly keeps the series of expr that come from a manager: the Go
+// runtime's and the process's metrics have the same names in every Go
+// program a Prometheus scrapes, millwright_frozen only in the manager.
+func managerOnly(expr string) string {
+	return expr + ` and on (instance) millwright_frozen`
 }
 
 // quantiles are the p50 and p95 of a histogram.

@@ -162,14 +162,20 @@ func parseDesc(s string) (metric, error) {
 	return m, nil
 }
 
-// upstream are the metrics of controller-runtime and client-go the
-// dashboard reads; they document themselves in their projects.
+// upstream are the metrics of controller-runtime, client-go and
+// client_golang's Go and process collectors the dashboard reads; they
+// document themselves in their projects.
 var upstream = []metric{
 	{name: "controller_runtime_reconcile_total", typ: "counter", labels: []string{"controller", "result"}, help: "Reconciles by controller and result (success, error, requeue, requeue_after)."},
 	{name: "controller_runtime_reconcile_errors_total", typ: "counter", labels: []string{"controller"}, help: "Reconciles that returned an error, by controller."},
 	{name: "workqueue_depth", typ: "gauge", labels: []string{"controller", "name"}, help: "Objects waiting in a controller's work queue."},
 	{name: "rest_client_requests_total", typ: "counter", labels: []string{"code", "method", "host"}, help: "The manager's requests to the API servers by HTTP status code and verb (POST, PUT, PATCH and DELETE are writes)."},
 	{name: "leader_election_master_status", typ: "gauge", labels: []string{"name"}, help: "1 while this manager holds the leader Lease."},
+	{name: "go_memstats_heap_alloc_bytes", typ: "gauge", help: "Bytes of the heap: live objects and garbage not yet collected."},
+	{name: "go_gc_heap_live_bytes", typ: "gauge", help: "Bytes of the heap the last garbage collection found live."},
+	{name: "go_gc_gomemlimit_bytes", typ: "gauge", help: "The Go runtime's soft memory limit (--memory-limit; 9223372036854775807 when none is set)."},
+	{name: "process_resident_memory_bytes", typ: "gauge", help: "The process's resident memory."},
+	{name: "process_cpu_seconds_total", typ: "counter", help: "CPU seconds the process used (user and system)."},
 }
 
 func render(ms []metric) []byte {
@@ -189,7 +195,8 @@ config/grafana/millwright.json is a Grafana dashboard of these metrics:
 the fleet by phase and MachineDeployment, rollout progress, freezes,
 create → Running and drain durations, driver calls and errors by code,
 health check remediations and short-circuits, preserved Machines,
-orphan VMs, work queues, reconciles and the manager's API writes by verb.
+orphan VMs, work queues, reconciles, the manager's API writes by verb,
+and its memory and CPU.
 Import it (Dashboards → New → Import) and pick your Prometheus data
 source; the Helm chart can install it for Grafana's dashboard sidecar
 (` + "`metrics.grafanaDashboard.enabled`" + `, [helm.md](helm.md)). It is
@@ -206,10 +213,10 @@ fails when any of the dashboard's queries returns no data.
 `)
 	table(&b, ms)
 	b.WriteString(`
-## From controller-runtime and client-go
+## From controller-runtime, client-go and the Go runtime
 
-The manager also exports controller-runtime's and client-go's metrics
-(Go runtime and process metrics too). Those the dashboard reads:
+The manager also exports controller-runtime's and client-go's metrics,
+and the Go runtime's and the process's. Those the dashboard reads:
 
 | Metric | Type | Labels | Help |
 | --- | --- | --- | --- |

@@ -32,8 +32,9 @@ func TestDashboardQueriesReturnData(t *testing.T) {
 	ns := namespace(t, "dashboard")
 	_, endpoint, simAdmin := startSimAdmin(t, t.TempDir())
 	// Orphan passes every second, so that one found orphan is collected
-	// (seen on two passes) within the scenario.
-	mgr := startManager(t, "millwright-manager", ns, endpoint, "--machine-safety-orphan-vms-period", "1s")
+	// (seen on two passes) within the scenario; a soft memory limit, so
+	// the memory panel's limit has a value (none is not drawn).
+	mgr := startManager(t, "millwright-manager", ns, endpoint, "--machine-safety-orphan-vms-period", "1s", "--memory-limit", "1Gi")
 	prom := startPrometheus(t, mgr.metrics)
 	began := time.Now()
 	// Two scrapes before anything happens: rate() counts an increase
