@@ -103,7 +103,9 @@ func (r *Reconciler) setToDeployments(ctx context.Context, o client.Object) []re
 func (r *Reconciler) machineToDeployment(ctx context.Context, o client.Object) []reconcile.Request {
 	if ref := metav1.GetControllerOfNoCopy(o); ref != nil && ref.Kind == "MachineSet" {
 		ms := &v1alpha1.MachineSet{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms); err == nil {
+		// Read only, and on every Machine event: the cache's object, not a
+		// deep copy of the set's template at each one.
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}, ms, client.UnsafeDisableDeepCopy); err == nil {
 			return r.setToDeployments(ctx, ms)
 		}
 	}
