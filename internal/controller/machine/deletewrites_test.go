@@ -85,7 +85,8 @@ func (c countingStatus) Patch(ctx context.Context, obj client.Object, p client.P
 // A deletion with nothing to wait for (no pods to drain, no hooks) writes
 // the Machine's status once: the record of the drain, before the VM and
 // the Node go (docs/machine-phases.md). Every further write is a request
-// of the client's rate limit a rolling update pays per replaced Machine.
+// of the client's rate limit a rolling update pays per replaced Machine;
+// without that one, nothing in the API shows that the drain came first.
 func TestDeletionWritesStatusOnce(t *testing.T) {
 	var w statusWrites
 	h := controllertest.New(t, controllertest.Options{Machine: w.wrap})
@@ -96,8 +97,12 @@ func TestDeletionWritesStatusOnce(t *testing.T) {
 	h.DeleteMachine("m")
 	h.WaitGone("m")
 	name := h.Prefix + "m"
-	if got := w.of(name); len(got) != 1 {
-		t.Errorf("%d status writes during the deletion, want 1:\n%s", len(got), got)
+	got := w.of(name)
+	if len(got) != 1 {
+		t.Fatalf("%d status writes during the deletion, want 1:\n%s", len(got), got)
+	}
+	if !strings.Contains(got[0], `"step":"`+string(v1alpha1.StepDeleteInfrastructure)+`"`) {
+		t.Errorf("the status write is not the record of the drain (step %s):\n%s", v1alpha1.StepDeleteInfrastructure, got[0])
 	}
 }
 
