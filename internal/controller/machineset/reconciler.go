@@ -59,6 +59,7 @@ type Reconciler struct {
 	expectations expectations
 	replacements replaceBackoff
 	statuses     patch.OwnStatus
+	pace         statusPace
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -69,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.expectations.drop(req.String())
 			r.replacements.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
+			r.pace.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -120,6 +122,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// cache has not seen it, a write would be refused. Wait for it.
 		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), scaleErr)
 	}
+	read := &s.patch.Base().(*v1alpha1.MachineSet).Status
+	if wait := r.pace.wait(req.NamespacedName, ms.Spec.Replicas, read, &s.ms.Status, s.now); wait > 0 {
+		// Only the counts moved, and they were written less than
+		// countInterval ago: the next write takes them (pace.go).
+		return requeue.Result(requeue.Soonest(requeue.Soonest(res, statusRes), reconcile.Result{RequeueAfter: wait}), scaleErr)
+	}
+	changed := !equality.Semantic.DeepEqual(read, &s.ms.Status)
 	// A conflict (the spec changed, or a read behind our own write) means:
 	// decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
@@ -136,6 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if err != nil {
 		return res, client.IgnoreNotFound(err)
+	}
+	if changed {
+		r.pace.wrote(req.NamespacedName, s.now)
 	}
 	return requeue.Result(requeue.Soonest(res, statusRes), scaleErr)
 }

@@ -1,0 +1,78 @@
+package machineset
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// countInterval is how often, at most, a set writes a status whose only
+// change is its replica counts while it moves. In a scale-up of 1000
+// Machines the counts change with nearly every Machine: written each
+// time, they cost about a quarter of a set status write per Machine, and
+// as many deployment status writes, whose counts are the sets' sums
+// (docs/rollout.md, "Status counts").
+const countInterval = time.Second
+
+// statusPace remembers, per set, when this controller last wrote its
+// status. Kept in memory only: a restarted manager writes at once.
+type statusPace struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]time.Time
+}
+
+// wait says how long to hold the status computed, which read was read as:
+// 0 to write it now. Only a status whose counts alone changed, of a set
+// whose counts do not all equal spec.replicas yet, waits; the last count
+// of a scale, every condition and every failed Machine are written at
+// once.
+func (p *statusPace) wait(key types.NamespacedName, spec int32, read, computed *v1alpha1.MachineSetStatus, now time.Time) time.Duration {
+	if settled(spec, computed) || !countsOnly(read, computed) {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.last[key]
+	if !ok {
+		return 0
+	}
+	return max(last.Add(countInterval).Sub(now), 0)
+}
+
+// wrote records a status write of key at now.
+func (p *statusPace) wrote(key types.NamespacedName, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last == nil {
+		p.last = map[types.NamespacedName]time.Time{}
+	}
+	p.last[key] = now
+}
+
+// forget drops key (the set is gone).
+func (p *statusPace) forget(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.last, key)
+}
+
+// settled reports whether every replica count of st is spec.
+func settled(spec int32, st *v1alpha1.MachineSetStatus) bool {
+	return st.Replicas == spec && st.FullyLabeledReplicas == spec && st.ReadyReplicas == spec && st.AvailableReplicas == spec
+}
+
+// countsOnly reports whether computed differs from read, and only in its
+// replica counts.
+func countsOnly(read, computed *v1alpha1.MachineSetStatus) bool {
+	if equality.Semantic.DeepEqual(read, computed) {
+		return false
+	}
+	c := read.DeepCopy()
+	c.Replicas, c.FullyLabeledReplicas = computed.Replicas, computed.FullyLabeledReplicas
+	c.ReadyReplicas, c.AvailableReplicas = computed.ReadyReplicas, computed.AvailableReplicas
+	return equality.Semantic.DeepEqual(c, computed)
+}
