@@ -25,11 +25,11 @@ type statusPace struct {
 	last map[types.NamespacedName]time.Time
 }
 
-// wait says how long to hold the status computed, which read was read as:
-// 0 to write it now. Only a status whose counts alone changed, of a set
-// whose counts do not all equal spec.replicas yet, waits; the last count
-// of a scale, every condition and every failed Machine are written at
-// once.
+// wait says how long to hold computed, the status this reconcile computed
+// for the set key whose status it read as read: 0 to write it now. Only a
+// status whose counts alone changed, of a set whose counts do not all
+// equal spec.replicas yet, waits; the last count of a scale, every
+// condition and every failed Machine are written at once.
 func (p *statusPace) wait(key types.NamespacedName, spec int32, read, computed *v1alpha1.MachineSetStatus, now time.Time) time.Duration {
 	if settled(spec, computed) || !countsOnly(read, computed) {
 		return 0
