@@ -117,18 +117,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return requeue.Result(res, err)
 	}
 	statusRes := r.updateStatus(s)
-	if behind && !equality.Semantic.DeepEqual(s.patch.Base().(*v1alpha1.MachineSet).Status, s.ms.Status) {
+	read := &s.patch.Base().(*v1alpha1.MachineSet).Status
+	changed := !equality.Semantic.DeepEqual(read, &s.ms.Status)
+	if behind && changed {
 		// Read at the version our last status write was made on: the
 		// cache has not seen it, a write would be refused. Wait for it.
 		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), scaleErr)
 	}
-	read := &s.patch.Base().(*v1alpha1.MachineSet).Status
 	if wait := r.pace.wait(req.NamespacedName, ms.Spec.Replicas, read, &s.ms.Status, s.now); wait > 0 {
 		// Only the counts moved, and they were written less than
 		// countInterval ago: the next write takes them (pace.go).
 		return requeue.Result(requeue.Soonest(requeue.Soonest(res, statusRes), reconcile.Result{RequeueAfter: wait}), scaleErr)
 	}
-	changed := !equality.Semantic.DeepEqual(read, &s.ms.Status)
 	// A conflict (the spec changed, or a read behind our own write) means:
 	// decide again from fresh state.
 	err = s.patch.PatchStatus(ctx, s.ms)
