@@ -1,0 +1,178 @@
+package motoserver
+
+import (
+	"bytes"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// Proxy stands between an AWS client and moto. It passes every request on,
+// except those a Fault matches: those it answers itself, with the error
+// response EC2 sends (its XML shape and HTTP status), so the SDK parses a
+// genuine EC2 error. It also counts the EC2 calls by Action.
+type Proxy struct {
+	// URL is the proxy's base URL: the endpoint to give the client.
+	URL string
+
+	mu     sync.Mutex
+	faults []*Fault
+	calls  map[string]int
+	params []url.Values // the form of every call, in order
+}
+
+// Fault answers matching EC2 calls with an error.
+type Fault struct {
+	// Action is the EC2 action, such as "RunInstances".
+	Action string
+	// Match, when set, are form parameters the call must carry with these
+	// values, such as {"InstanceMarketOptions.MarketType": "spot"}.
+	Match map[string]string
+	// Code is the EC2 error code, such as "InsufficientInstanceCapacity".
+	Code string
+	// Status is the HTTP status; default 400 (EC2 answers client errors and
+	// capacity with 400, throttling with 503, its own failures with 500).
+	Status int
+	// Times is how many calls it answers before it stops matching; 0: all.
+	Times int
+
+	hits int
+}
+
+// NewProxy serves a proxy to target (moto's URL) on a loopback port until
+// the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{URL: "http://" + l.Addr().String(), calls: map[string]int{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := &http.Server{Handler: p.handler(rp)}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return p
+}
+
+// Fail adds a fault; the first fault that matches a call answers it.
+func (p *Proxy) Fail(f *Fault) *Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = append(p.faults, f)
+	return f
+}
+
+// Clear removes every fault.
+func (p *Proxy) Clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = nil
+}
+
+// Hits is how many calls f has answered.
+func (p *Proxy) Hits(f *Fault) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return f.hits
+}
+
+// Calls is how many calls of the EC2 action the proxy has seen, answered
+// by a fault or passed on.
+func (p *Proxy) Calls(action string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[action]
+}
+
+// Params are the forms of the calls of action seen so far, in order.
+func (p *Proxy) Params(action string) []url.Values {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []url.Values
+	for _, v := range p.params {
+		if v.Get("Action") == action {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ResetCounts forgets the calls counted so far.
+func (p *Proxy) ResetCounts() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = map[string]int{}
+	p.params = nil
+}
+
+func (p *Proxy) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, _ := url.ParseQuery(string(body))
+		if f := p.record(form); f != nil {
+			writeError(w, f)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// record counts the call and returns the fault that answers it, if any.
+func (p *Proxy) record(form url.Values) *Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	action := form.Get("Action")
+	if action == "" {
+		return nil
+	}
+	p.calls[action]++
+	p.params = append(p.params, form)
+	for _, f := range p.faults {
+		if f.matches(action, form) {
+			f.hits++
+			return f
+		}
+	}
+	return nil
+}
+
+func (f *Fault) matches(action string, form url.Values) bool {
+	if f.Action != action || (f.Times > 0 && f.hits >= f.Times) {
+		return false
+	}
+	for k, v := range f.Match {
+		if form.Get(k) != v {
+			return false
+		}
+	}
+	return true
+}
+
+// writeError answers as EC2 does: an XML Response with one Error.
+func writeError(w http.ResponseWriter, f *Fault) {
+	status := f.Status
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>
+<Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>00000000-0000-4000-8000-000000000000</RequestID></Response>`,
+		html.EscapeString(f.Code), html.EscapeString("injected by the test proxy: "+f.Code))
+}
