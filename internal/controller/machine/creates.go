@@ -138,6 +138,15 @@ func (c *creates) inFlight(uid types.UID) bool {
 	return ok && !cc.done
 }
 
+// known reports whether a create of the Machine was started by this
+// process and not yet forgotten (running, waiting for a slot, or done).
+func (c *creates) known(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.calls[uid]
+	return ok
+}
+
 // result returns the result of the Machine's finished create; ok is false
 // when no finished create is known. The result stays until forget: it is
 // only safe to drop once the Machine's status records it, since a status

@@ -249,24 +249,31 @@ func (r *Reconciler) deleteInfrastructure(ctx context.Context, s *scope) (bool, 
 	if err != nil {
 		return false, reconcile.Result{}, err
 	}
-	if infra == nil {
+	vm := "VM deleted"
+	switch {
+	case infra == nil && r.createNeverStarted(s):
+		// Its class never existed while it did: no VM was ever made
+		// (docs/machine-phases.md, "A class that is not there").
+		vm = "no VM to delete (no create was ever started: its class is not found)"
+	case infra == nil:
 		// The class or driver is gone: the VM cannot be deleted, and it must
 		// not be forgotten. The conditions say why; a person decides.
 		s.operation(v1alpha1.OperationDelete, v1alpha1.OperationFailed, driver.FailedPrecondition.String(),
 			"cannot delete the VM: "+s.condition(v1alpha1.InfrastructureReadyCondition).Message)
 		return false, reconcile.Result{RequeueAfter: r.Config.LongBackoffBase}, nil
-	}
-	done, res, err := infra.delete(ctx, s)
-	if !done || err != nil {
-		return done, res, err
+	default:
+		done, res, err := infra.delete(ctx, s)
+		if !done || err != nil {
+			return done, res, err
+		}
 	}
 	// The bootstrap provider's object goes with the infrastructure, before
 	// the Node (docs/contract-providers.md).
-	if done, res, err = r.deleteExternal(ctx, s, s.machine.Spec.Bootstrap.ConfigRef); !done || err != nil {
+	if done, res, err := r.deleteExternal(ctx, s, s.machine.Spec.Bootstrap.ConfigRef); !done || err != nil {
 		return done, res, err
 	}
-	s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", "VM deleted; deleting the Node")
-	return true, res, nil
+	s.operation(v1alpha1.OperationDelete, v1alpha1.OperationProcessing, "", vm+"; deleting the Node")
+	return true, reconcile.Result{}, nil
 }
 
 // deleteNode deletes the Node, the last step: the VM is gone. When the

@@ -169,7 +169,10 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 	if queued {
 		s.operation(v1alpha1.OperationCreate, v1alpha1.OperationProcessing, "", "creating the VM (its turn came)")
 	}
-	if s.machine.Spec.ProviderID != "" {
+	// A recorded "class (or driver) not found" must not outlive the start
+	// of a create: it tells a deletion that there is no VM (see
+	// classMissing). One write more, for Machines that waited for theirs.
+	if c := s.condition(v1alpha1.InfrastructureReadyCondition); s.machine.Spec.ProviderID != "" || (c != nil && noCreateSince(c)) {
 		s.setCondition(v1alpha1.InfrastructureReadyCondition, metav1.ConditionFalse, ReasonCreating, "creating the VM")
 		// Recorded before the call starts; a stale read conflicts here
 		// and starts no create.
@@ -177,7 +180,8 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 			release()
 			return reconcile.Result{}, err
 		}
-	} else {
+	}
+	if s.machine.Spec.ProviderID == "" {
 		s.statusWithCreate = !queued
 	}
 	req := &driver.CreateMachineRequest{Machine: s.machine.DeepCopy(), MachineClass: d.class, Secret: secret}

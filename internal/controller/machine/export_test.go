@@ -31,12 +31,7 @@ func (r *Reconciler) StartCreates() {
 
 // CreateStarted reports whether a CreateMachine call was started for the
 // Machine (running, waiting for a slot, or done).
-func (r *Reconciler) CreateStarted(uid types.UID) bool {
-	r.creates.mu.Lock()
-	defer r.creates.mu.Unlock()
-	_, ok := r.creates.calls[uid]
-	return ok
-}
+func (r *Reconciler) CreateStarted(uid types.UID) bool { return r.creates.known(uid) }
 
 // OnPhaseChange sets what every phase change calls.
 func OnPhaseChange(f func(from, to v1alpha1.MachinePhase)) { phaseChangeHook = f }

@@ -41,8 +41,7 @@ func (r *Reconciler) infrastructureFor(ctx context.Context, s *scope) (infrastru
 		if !apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		r.missing(s, v1alpha1.InfrastructureReadyCondition, ReasonClassNotFound,
-			"MachineClass "+key.Name+" not found in namespace "+key.Namespace)
+		classMissing(r, s, key)
 		return nil, nil
 	}
 	drv, ok := r.Drivers[class.Spec.Provider]

@@ -10,7 +10,10 @@ import (
 
 // Condition reasons set by the machine controller.
 const (
-	ReasonClassNotFound        = "ClassNotFound"
+	ReasonClassNotFound = "ClassNotFound"
+	// ReasonClassGone: the class is not found, and the Machine recorded
+	// a create made with it (its VM may exist); see classMissing.
+	ReasonClassGone            = "ClassGone"
 	ReasonDriverNotRegistered  = "DriverNotRegistered"
 	ReasonSecretNotFound       = "SecretNotFound"
 	ReasonBootstrapDataMissing = "BootstrapDataMissing"
@@ -40,7 +43,7 @@ const (
 // pendingReasons are InfrastructureReady/BootstrapReady reasons that mean a
 // prerequisite is missing: the Machine is Pending, not Provisioning.
 var pendingReasons = map[string]bool{
-	ReasonClassNotFound: true, ReasonDriverNotRegistered: true,
+	ReasonClassNotFound: true, ReasonClassGone: true, ReasonDriverNotRegistered: true,
 	ReasonSecretNotFound: true, ReasonBootstrapDataMissing: true,
 	contract.ReasonKindUnknown: true, contract.ReasonContractMissing: true, contract.ReasonObjectNotFound: true,
 	contract.ReasonForbidden: true, contract.ReasonOwnedElsewhere: true,

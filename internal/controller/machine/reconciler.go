@@ -240,13 +240,15 @@ func (r *Reconciler) now() time.Time {
 }
 
 func (r *Reconciler) newScope(ctx context.Context, m *v1alpha1.Machine) *scope {
+	op := m.Status.LastOperation.Type
 	return &scope{
-		r:       r,
-		machine: m,
-		writer:  patch.New(r.Client, m, patch.WithStatusLock()),
-		phase:   m.Status.Phase,
-		life:    r.Config.lifecycleOf(m),
-		now:     r.now(),
-		log:     log.FromContext(ctx),
+		r:            r,
+		machine:      m,
+		writer:       patch.New(r.Client, m, patch.WithStatusLock()),
+		phase:        m.Status.Phase,
+		life:         r.Config.lifecycleOf(m),
+		now:          r.now(),
+		log:          log.FromContext(ctx),
+		createOpRead: op == v1alpha1.OperationCreate || op == v1alpha1.OperationInitialize,
 	}
 }

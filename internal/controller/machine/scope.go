@@ -65,6 +65,9 @@ type scope struct {
 	// or a delete (indexed by classlimit.Op); a Machine that did not
 	// leaves that queue (see leaveQueues).
 	askedSlot [2]bool
+	// createOpRead: the Machine's lastOperation, as read, was a create or
+	// an initialization (see createRecorded).
+	createOpRead bool
 	// replaced are the versions of the Machine this reconcile's writes
 	// replaced, oldest first (see ownWrites).
 	replaced []string
