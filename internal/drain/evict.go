@@ -2,6 +2,7 @@ package drain
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +26,8 @@ const (
 	outDeleted
 	// outBlocked: a PodDisruptionBudget refused the eviction (HTTP 429).
 	outBlocked
-	// outGone: the pod no longer exists, or was replaced by one of the same name.
+	// outGone: the pod no longer exists, or was replaced by one of the same
+	// name (see conflicted).
 	outGone
 	// outFailed: the API call failed otherwise; it is retried next round.
 	outFailed
@@ -84,8 +86,10 @@ func runTask(ctx context.Context, c client.Client, t task) taskResult {
 	switch {
 	case err == nil:
 		return taskResult{out: outEvicted}
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+	case apierrors.IsNotFound(err):
 		return taskResult{out: outGone}
+	case apierrors.IsConflict(err):
+		return conflicted(ctx, c, t.pod, err)
 	case apierrors.IsTooManyRequests(err):
 		if !t.deleteIfRefused {
 			return taskResult{out: outBlocked, refused: true, err: err}
@@ -111,9 +115,33 @@ func deletePod(ctx context.Context, c client.Client, pod *corev1.Pod, force bool
 	switch {
 	case err == nil:
 		return taskResult{out: outDeleted}
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+	case apierrors.IsNotFound(err):
 		return taskResult{out: outGone}
+	case apierrors.IsConflict(err):
+		return conflicted(ctx, c, pod, err)
 	default:
 		return taskResult{out: outFailed, err: err}
+	}
+}
+
+// conflicted decides what a 409 Conflict answer to an eviction or a
+// deletion means, by reading the pod again. The UID precondition fails
+// with 409 when the pod of that name is another one (a StatefulSet's
+// successor): the pod is gone. But the Eviction API also answers 409 when
+// it could not update the budget's status for concurrent evictions; then
+// the pod is still there and running, and the call failed, to be retried
+// next round: a drain never ends with a pod still running (docs/drain.md).
+func conflicted(ctx context.Context, c client.Client, pod *corev1.Pod, callErr error) taskResult {
+	now := &corev1.Pod{}
+	err := c.Get(ctx, client.ObjectKeyFromObject(pod), now)
+	switch {
+	case apierrors.IsNotFound(err):
+		return taskResult{out: outGone}
+	case err != nil:
+		return taskResult{out: outFailed, err: fmt.Errorf("%w (and reading the pod again: %w)", callErr, err)}
+	case now.UID != pod.UID:
+		return taskResult{out: outGone}
+	default:
+		return taskResult{out: outFailed, err: callErr}
 	}
 }
