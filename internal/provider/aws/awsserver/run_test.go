@@ -1,0 +1,168 @@
+package awsserver
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/motoserver"
+	"github.com/millwright-dev/millwright/internal/testenv"
+	"github.com/millwright-dev/millwright/pkg/driver"
+)
+
+// noDefaultCredentials keeps the SDK's default chain from finding this
+// machine's credentials or waiting for an instance metadata service.
+func noDefaultCredentials(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+}
+
+// serve runs millwright-aws's Run against ec2Endpoint and returns a client
+// of its driver and its health address.
+func serve(t *testing.T, ec2Endpoint string) (*driver.Client, string) {
+	t.Helper()
+	o := NewOptions()
+	o.Endpoint = "unix://" + filepath.Join(t.TempDir(), "aws.sock")
+	o.HealthAddress = testenv.FreeAddr(t)
+	o.ClusterName = "awsserver-test"
+	o.EC2Endpoint = ec2Endpoint
+	o.RetryMaxBackoff = 20 * time.Millisecond
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	c, err := driver.Dial(o.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, o.HealthAddress
+}
+
+func createReq(name string) *driver.CreateMachineRequest {
+	return &driver.CreateMachineRequest{
+		Machine: &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: k8stypes.UID("uid-awsserver-" + name)}},
+		MachineClass: &v1alpha1.MachineClass{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"},
+			Spec: v1alpha1.MachineClassSpec{ProviderSpec: runtime.RawExtension{Raw: []byte(`{"region":"us-east-1","ami":"ami-12c6146b","instanceType":"t3.micro"}`)}}},
+		Secret: &corev1.Secret{Data: map[string][]byte{"accessKeyID": []byte("AKIDTEST"), "secretAccessKey": []byte("x")}},
+	}
+}
+
+// instanceCount is how many instances moto has, in any state.
+func instanceCount(t *testing.T, url string) int {
+	t.Helper()
+	c := ec2.NewFromConfig(awssdk.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "x", "")},
+		func(o *ec2.Options) { o.BaseEndpoint = awssdk.String(url) })
+	out, err := c.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range out.Reservations {
+		n += len(r.Instances)
+	}
+	return n
+}
+
+// TestUnreachableEC2IsWaitedFor checks that a driver whose EC2 endpoint
+// does not answer keeps running: /readyz says EC2 is unreachable, calls
+// answer Unavailable with a message that says so, and nothing is created
+// (moto, reachable only by the test, has no instance afterwards).
+func TestUnreachableEC2IsWaitedFor(t *testing.T) {
+	noDefaultCredentials(t)
+	moto := motoserver.Start(t)
+	dead := "http://" + testenv.FreeAddr(t) // nothing listens there
+	c, health := serve(t, dead)
+	code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
+	if err != nil || code != 503 || !strings.Contains(body, "Unavailable") || !strings.Contains(body, "unreachable") {
+		t.Fatalf("/readyz with EC2 unreachable: %d %q %v; want 503 saying Unavailable, unreachable", code, body, err)
+	}
+	if code, _, _ := testenv.HTTPGet("http://" + health + "/healthz"); code != 200 {
+		t.Errorf("/healthz: %d; the process is alive", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.CreateMachine(ctx, createReq("unreachable"))
+	if driver.CodeOf(err) != driver.Unavailable || !strings.Contains(driver.MessageOf(err), "EC2 unreachable") {
+		t.Fatalf("CreateMachine with EC2 unreachable: %v; want Unavailable saying EC2 unreachable", err)
+	}
+	if n := instanceCount(t, moto.URL); n != 0 {
+		t.Fatalf("moto has %d instances", n)
+	}
+}
+
+// TestReadyWithEC2 checks /readyz answers 200 once EC2 answers, with no
+// default credentials (every class brings its own).
+func TestReadyWithEC2(t *testing.T) {
+	noDefaultCredentials(t)
+	moto := motoserver.Start(t)
+	c, health := serve(t, moto.URL)
+	code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
+	if err != nil || code != 200 {
+		t.Fatalf("/readyz: %d %q %v; want 200", code, body, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.CreateMachine(ctx, createReq("ready")); err != nil {
+		t.Fatalf("CreateMachine: %v", err)
+	}
+	if n := instanceCount(t, moto.URL); n != 1 {
+		t.Fatalf("moto has %d instances, want 1", n)
+	}
+}
+
+// TestReadyzSaysCredentialsAreRefused checks that default credentials EC2
+// refuses make /readyz fail with EC2's reason.
+func TestReadyzSaysCredentialsAreRefused(t *testing.T) {
+	noDefaultCredentials(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDREFUSED")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	moto := motoserver.Start(t)
+	p := motoserver.NewProxy(t, moto.URL)
+	p.Fail(&motoserver.Fault{Action: "DescribeAvailabilityZones", Code: "AuthFailure", Status: 401})
+	_, health := serve(t, p.URL)
+	code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
+	if err != nil || code != 503 || !strings.Contains(body, "PermissionDenied") || !strings.Contains(body, "AuthFailure") {
+		t.Fatalf("/readyz with refused credentials: %d %q %v; want 503 saying PermissionDenied, AuthFailure", code, body, err)
+	}
+}
+
+// TestValidateNeedsClusterName checks the required flag.
+func TestValidateNeedsClusterName(t *testing.T) {
+	o := NewOptions()
+	o.Endpoint = "unix:///tmp/x.sock"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--cluster-name: required") {
+		t.Fatalf("Validate without --cluster-name: %v", err)
+	}
+	o.ClusterName = "bad name"
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--cluster-name") {
+		t.Fatalf("Validate with a bad --cluster-name: %v", err)
+	}
+}
