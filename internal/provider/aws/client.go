@@ -138,7 +138,27 @@ func (d *Driver) awsConfig(ctx context.Context, region string, c creds) (aws.Con
 			o.RoleSessionName = "millwright-" + d.opts.ClusterName
 		}))
 	}
+	cfg.Credentials = typedCredentials{cfg.Credentials}
 	return cfg, nil
+}
+
+// credentialsError is a failure to get credentials, which the SDK only
+// reports as text: typed, classify can tell it (Unauthenticated) from
+// EC2's answers.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
+
+// typedCredentials returns a provider's failures as credentialsError.
+type typedCredentials struct{ p aws.CredentialsProvider }
+
+func (t typedCredentials) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := t.p.Retrieve(ctx)
+	if err != nil {
+		return c, &credentialsError{err}
+	}
+	return c, nil
 }
 
 // retryer is the SDK's standard retryer with the driver's attempts and

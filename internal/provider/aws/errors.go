@@ -124,6 +124,7 @@ func classify(ctx context.Context, err error) driver.Code {
 	var ne net.Error
 	var oe *net.OpError
 	var se *v4.SigningError
+	var ce *credentialsError
 	var re *smithyhttp.ResponseError
 	switch {
 	case errors.As(err, &ne) || errors.As(err, &oe):
@@ -132,7 +133,7 @@ func classify(ctx context.Context, err error) driver.Code {
 		return driver.Unavailable
 	case errors.As(err, &re):
 		return driver.Unknown
-	case errors.As(err, &se):
+	case errors.As(err, &ce) || errors.As(err, &se):
 		return driver.Unauthenticated
 	}
 	// What the retryer ran out of: connection errors it cannot name
