@@ -131,7 +131,7 @@ func decodeSpec(raw []byte) (*ProviderSpec, error) {
 	if err != nil {
 		var te *gojson.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return nil, invalid("providerSpec."+te.Field, "has the wrong type (%s)", te.Value)
+			return nil, invalid("providerSpec."+fieldPath(raw, te.Field, te.Value), "has the wrong type (%s)", te.Value)
 		}
 		return nil, invalid("providerSpec", "cannot be decoded: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
@@ -158,4 +158,67 @@ func (ps *ProviderSpec) capacityTypes() []string {
 
 func invalid(path, format string, args ...any) error {
 	return driver.Errorf(driver.InvalidArgument, "%s: %s", path, fmt.Sprintf(format, args...))
+}
+
+// fieldPath adds the index of the list element to encoding/json's path of
+// a wrongly typed field ("blockDevices.size" becomes "blockDevices[1].size"):
+// the first element whose field has a value of that JSON kind.
+func fieldPath(raw []byte, path, kind string) string {
+	var v any
+	if gojson.Unmarshal(raw, &v) != nil {
+		return path
+	}
+	parts := strings.Split(path, ".")
+	out := ""
+	for i, p := range parts {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return path
+		}
+		if out != "" {
+			out += "."
+		}
+		out += p
+		v = m[p]
+		list, ok := v.([]any)
+		if !ok || i == len(parts)-1 {
+			continue
+		}
+		for j, el := range list {
+			if has(el, parts[i+1:], kind) {
+				out += "[" + strconv.Itoa(j) + "]"
+				v = el
+				break
+			}
+		}
+	}
+	return out
+}
+
+// has reports whether v has, at path, a value of the JSON kind
+// encoding/json names ("string", "number", "bool", "object", "array").
+func has(v any, path []string, kind string) bool {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[p]; !ok {
+			return false
+		}
+	}
+	var k string
+	switch v.(type) {
+	case string:
+		k = "string"
+	case float64:
+		k = "number"
+	case bool:
+		k = "bool"
+	case map[string]any:
+		k = "object"
+	case []any:
+		k = "array"
+	}
+	return strings.HasPrefix(kind, k) && k != ""
 }
