@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,22 +13,32 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/bootstraptoken"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 )
 
 // ensureBootstrapToken returns the Machine's bootstrap token ("id.secret"),
 // creating its Secret in the target cluster's kube-system if needed. The
 // token's ID derives from the Machine's UID, so a retried create finds the
 // token made by the first attempt. It expires at the Machine's creation
-// deadline, and is deleted once the Node has joined.
+// deadline (see tokenExpiry), and is deleted once the Node has joined.
 func (r *Reconciler) ensureBootstrapToken(ctx context.Context, s *scope) (string, error) {
 	r.tokenless.forget(s.machine.UID) // it has one now, or may have
 	id := bootstraptoken.ID(s.machine.UID)
+	expiry := tokenExpiry(s)
 	existing := &corev1.Secret{}
 	err := r.TargetAPI.Get(ctx, bootstraptoken.Key(id), existing)
 	if err == nil {
-		return bootstraptoken.Token(id, bootstraptoken.SecretOf(existing)), nil
-	}
-	if !apierrors.IsNotFound(err) {
+		have, ok := bootstraptoken.Expiration(existing)
+		if !ok || !have.Before(expiry) {
+			return bootstraptoken.Token(id, bootstraptoken.SecretOf(existing)), nil
+		}
+		// Made before the Machine waited for its turn in its class's
+		// create queue, for a deadline that has moved since: no VM has
+		// had it yet (its create starts now), so a new one replaces it.
+		if err := r.TargetAPI.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+			return "", err
+		}
+	} else if !apierrors.IsNotFound(err) {
 		return "", err
 	}
 	tokenSecret, err := bootstraptoken.NewSecret()
@@ -36,7 +47,7 @@ func (r *Reconciler) ensureBootstrapToken(ctx context.Context, s *scope) (string
 	}
 	secret := bootstraptoken.Build(bootstraptoken.Spec{
 		ID: id, Secret: tokenSecret,
-		Expiration:  s.machine.CreationTimestamp.Add(s.life.creationTimeout),
+		Expiration:  expiry,
 		Description: bootstraptoken.Describe("Machine", s.machine.Namespace, s.machine.Name),
 		Annotations: map[string]string{v1alpha1.NodeMachineAnnotation: s.machine.Name, v1alpha1.NodeClusterNamespaceAnnotation: s.machine.Namespace},
 	})
@@ -47,6 +58,19 @@ func (r *Reconciler) ensureBootstrapToken(ctx context.Context, s *scope) (string
 		return "", err
 	}
 	return bootstraptoken.Token(id, tokenSecret), nil
+}
+
+// tokenExpiry is when the Machine's bootstrap token expires: at its
+// creation deadline, which counts from the start of its create
+// (classlimit.CreateStart), not from its creation: a Machine may wait
+// longer than its creation timeout in its class's create queue. A Machine
+// still waiting starts its create in this reconcile at the earliest.
+func tokenExpiry(s *scope) time.Time {
+	start, waiting := classlimit.CreateStart(s.machine)
+	if waiting {
+		start = s.now
+	}
+	return start.Add(s.life.creationTimeout).Truncate(time.Second) // as the Secret holds it
 }
 
 // cleanupBootstrapToken deletes the bootstrap token once the Node joined: it

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 )
 
 // checkCreationTimeout fails a Machine that is not Running by its creation
@@ -44,14 +44,9 @@ func creationDeadline(s *scope) (deadline time.Time, applies bool) {
 	if s.machine.Status.FailureReason != "" || s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
 		return time.Time{}, false
 	}
-	start := s.machine.CreationTimestamp.Time
-	if c := s.condition(v1alpha1.CreateQueuedCondition); c != nil {
-		if c.Status == metav1.ConditionTrue {
-			return time.Time{}, false
-		}
-		if c.LastTransitionTime.After(start) {
-			start = c.LastTransitionTime.Time
-		}
+	start, waiting := classlimit.CreateStart(s.machine)
+	if waiting {
+		return time.Time{}, false
 	}
 	return start.Add(s.life.creationTimeout), true
 }

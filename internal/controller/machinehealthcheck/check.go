@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 )
 
 // verdict is a health check's judgement of one Machine.
@@ -44,8 +45,9 @@ const (
 // judge applies the checks to a Machine and its Node (nil when none is
 // found) at now. Like Cluster API: a Machine that had a Node and lost it
 // is unhealthy at once; one that never had a Node is unhealthy after
-// nodeStartupTimeout from its creation; a listed condition is unhealthy
-// once it has held its status for its timeout.
+// nodeStartupTimeout from the start of its create (classlimit.CreateStart);
+// a listed condition is unhealthy once it has held its status for its
+// timeout.
 func judge(checks *v1alpha1.MachineHealthCheckChecks, m *v1alpha1.Machine, node *corev1.Node, now time.Time) verdict {
 	if m.Status.FailureReason != "" {
 		return verdict{reason: ReasonMachineFailed, message: "the Machine is Failed: " + m.Status.FailureReason}
@@ -65,9 +67,14 @@ func judge(checks *v1alpha1.MachineHealthCheckChecks, m *v1alpha1.Machine, node 
 		if m.Status.NodeRef != nil {
 			return verdict{reason: ReasonNodeNotFound, message: "Node " + m.Status.NodeRef.Name + " is gone"}
 		}
-		if t := checks.NodeStartupTimeout; t != nil && t.Duration > 0 {
-			due(m.CreationTimestamp.Time, t.Duration, ReasonNodeStartupTimeout,
-				fmt.Sprintf("no Node joined within the node startup timeout of %s", t.Duration))
+		// From the start of its create, not from its creation: a Machine
+		// waiting in its class's create queue is not late for a Node (its
+		// turn coming is a Machine update, which judges it again).
+		if start, waiting := classlimit.CreateStart(m); !waiting {
+			if t := checks.NodeStartupTimeout; t != nil && t.Duration > 0 {
+				due(start, t.Duration, ReasonNodeStartupTimeout,
+					fmt.Sprintf("no Node joined within the node startup timeout of %s", t.Duration))
+			}
 		}
 	} else {
 		for _, want := range checks.UnhealthyNodeConditions {
