@@ -25,6 +25,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/certificate/csr"
+
+	"github.com/millwright-dev/millwright/internal/cabundle"
 )
 
 // The files Bootstrap writes into the certificate directory: the node's
@@ -48,6 +50,12 @@ var nodeUsages = []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature,
 // tmpfs), and returns the node's client configuration. ctx bounds the
 // wait.
 func Bootstrap(ctx context.Context, cfg JoinConfig, certDir string) (*rest.Config, error) {
+	// The node's own client pins the cluster's CA (newNodeClient): without
+	// a usable one, the token must not be spent on a certificate that
+	// could never be used (docs/providers/node-agent.md).
+	if _, err := cabundle.Parse(cfg.CA); err != nil {
+		return nil, fmt.Errorf("not bootstrapping: %w", err)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err

@@ -26,7 +26,8 @@ const instanceDataNoCloud = `{
 
 // Pure parsing, like TestParseSeed.
 func TestParseCloudInit(t *testing.T) {
-	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1", Version: "v1.35.2"})
+	ca := testCA(t)
+	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.100:6443", CA: ca, Token: "abcdef.0123456789abcdef", NodeName: "m-1", Version: "v1.35.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestParseCloudInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Server != "https://10.0.2.100:6443" || string(got.CA) != "ca" || got.Token != "abcdef.0123456789abcdef" || got.NodeName != "m-1" || got.ProviderID != "p://m-1" || got.InstanceID != "uid-1" || got.Version != "v1.35.2" {
+	if got.Server != "https://10.0.2.100:6443" || string(got.CA) != string(ca) || got.Token != "abcdef.0123456789abcdef" || got.NodeName != "m-1" || got.ProviderID != "p://m-1" || got.InstanceID != "uid-1" || got.Version != "v1.35.2" {
 		t.Errorf("ParseCloudInit = %+v", got)
 	}
 	if none, err := ParseCloudInit(kc, nil, []byte(instanceDataNoCloud)); err != nil || none.Version != "" {

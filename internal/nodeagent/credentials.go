@@ -3,7 +3,6 @@ package nodeagent
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
+
+	"github.com/millwright-dev/millwright/internal/cabundle"
 )
 
 // nodeCredentials is the node's current client certificate, which every
@@ -35,9 +36,9 @@ func newNodeClient(cfg JoinConfig, certPEM, keyPEM []byte) (kubernetes.Interface
 	if err := creds.set(certPEM, keyPEM); err != nil {
 		return nil, nil, err
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(cfg.CA) {
-		return nil, nil, errors.New("the user data's CA holds no PEM certificate")
+	roots, err := cabundle.Parse(cfg.CA)
+	if err != nil {
+		return nil, nil, err
 	}
 	// client-go's own transport settings, with the certificate read at
 	// each handshake instead of fixed.

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/millwright-dev/millwright/internal/cabundle"
 )
 
 // Where the TokenBootstrapConfig provider's user data puts the bootstrap
@@ -22,7 +24,8 @@ const (
 
 // JoinConfig is everything the agent needs to join.
 type JoinConfig struct {
-	// Server is the API server's URL; CA (PEM) authenticates it.
+	// Server is the API server's URL; CA (PEM certificates, required:
+	// cabundle.Parse) authenticates it.
 	Server string
 	CA     []byte
 	// Token is the bootstrap token, "id.secret".
@@ -128,6 +131,11 @@ func (c *JoinConfig) readKubeconfig(data []byte) error {
 	}
 	if cluster.Server == "" || user.Token == "" {
 		return errors.New("no server or no token")
+	}
+	// Refused here, before the token is used: a join without the
+	// cluster's CA could get its certificate, but never use it.
+	if _, err := cabundle.Parse(cluster.CertificateAuthorityData); err != nil {
+		return fmt.Errorf("certificate-authority-data: %w", err)
 	}
 	c.Server, c.CA, c.Token = cluster.Server, cluster.CertificateAuthorityData, user.Token
 	return nil

@@ -1,8 +1,16 @@
 package nodeagent
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -15,7 +23,8 @@ func TestParseSeed(t *testing.T) {
 	if VersionPath != tokenbootstrap.VersionPath {
 		t.Fatalf("the agent reads %s, the provider writes %s", VersionPath, tokenbootstrap.VersionPath)
 	}
-	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1", Version: "v1.35.2"})
+	ca := testCA(t)
+	ud, err := tokenbootstrap.UserData(tokenbootstrap.JoinData{Server: "https://10.0.2.100:6443", CA: ca, Token: "abcdef.0123456789abcdef", NodeName: "m-1", Version: "v1.35.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +33,7 @@ func TestParseSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := JoinConfig{Server: "https://10.0.2.100:6443", CA: []byte("ca"), Token: "abcdef.0123456789abcdef", NodeName: "m-1", ProviderID: "p://m-1", InstanceID: "uid-1", Version: "v1.35.2"}
+	want := JoinConfig{Server: "https://10.0.2.100:6443", CA: ca, Token: "abcdef.0123456789abcdef", NodeName: "m-1", ProviderID: "p://m-1", InstanceID: "uid-1", Version: "v1.35.2"}
 	if got.Version != want.Version || got.Server != want.Server || string(got.CA) != string(want.CA) || got.Token != want.Token || got.NodeName != want.NodeName || got.ProviderID != want.ProviderID || got.InstanceID != want.InstanceID {
 		t.Errorf("ParseSeed = %+v, want %+v", got, want)
 	}
@@ -76,4 +85,24 @@ func indent(s string) string {
 		b.WriteString("    " + line)
 	}
 	return b.String()
+}
+
+// testCA is a self-signed CA certificate, PEM: what a seed's
+// certificate-authority-data holds.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -1,9 +1,7 @@
 package tokenbootstrap
 
 import (
-	"bytes"
-	"crypto/x509"
-	"encoding/pem"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	bootstrapv1 "github.com/millwright-dev/millwright/api/bootstrap/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/cabundle"
 )
 
 // Defaults are the join settings of configs that leave them unset.
@@ -47,7 +46,9 @@ func DefaultsFor(cfg *rest.Config, apiServer string) (Defaults, error) {
 
 // joinSettings is what the user data is made of: the spec's values, else
 // the controller's defaults. problem says why they can never work, for a
-// terminal failure; a CA bundle may be empty (the VM's system roots).
+// terminal failure before any token is made. The CA bundle follows the
+// rule millwright-node-agent applies before it uses the token
+// (cabundle.Parse): required, PEM certificates only.
 func joinSettings(spec *bootstrapv1.TokenBootstrapConfigSpec, d Defaults) (server string, ca []byte, problem string) {
 	server, ca = spec.APIServer, spec.CABundle
 	if server == "" {
@@ -62,29 +63,10 @@ func joinSettings(spec *bootstrapv1.TokenBootstrapConfigSpec, d Defaults) (serve
 	if u, err := url.Parse(server); err != nil || u.Scheme != "https" || u.Host == "" {
 		return "", nil, fmt.Sprintf("API server URL %q is not an https URL with a host", server)
 	}
-	if len(ca) > 0 && !validPEM(ca) {
-		return "", nil, "the CA bundle is not a PEM bundle of certificates"
+	if _, err := cabundle.Parse(ca); errors.Is(err, cabundle.ErrMissing) {
+		return "", nil, "spec.caBundle is unset and the target cluster's kubeconfig has no CA: " + err.Error()
+	} else if err != nil {
+		return "", nil, err.Error()
 	}
 	return server, ca, ""
-}
-
-// validPEM reports whether b holds at least one PEM certificate and
-// nothing else.
-func validPEM(b []byte) bool {
-	n := 0
-	for {
-		var block *pem.Block
-		block, b = pem.Decode(b)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			return false
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return false
-		}
-		n++
-	}
-	return n > 0 && len(bytes.TrimSpace(b)) == 0
 }

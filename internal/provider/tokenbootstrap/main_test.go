@@ -53,10 +53,16 @@ func directReconciler(t *testing.T) *Reconciler {
 // test ends.
 func startController(t *testing.T) {
 	t.Helper()
+	startControllerWith(t, testDefaults(t))
+}
+
+// startControllerWith is startController with the defaults d.
+func startControllerWith(t *testing.T, d Defaults) {
+	t.Helper()
 	env.StartManager(t, scheme(), func(mgr ctrl.Manager) error {
 		r := &Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Target: testClient,
-			Defaults: testDefaults(t), Recorder: mgr.GetEventRecorder("tokenbootstrapconfig"),
+			Defaults: d, Recorder: mgr.GetEventRecorder("tokenbootstrapconfig"),
 		}
 		return r.SetupWithManager(mgr, 4)
 	})

@@ -50,9 +50,9 @@ func TestSpecValidation(t *testing.T) {
 	}
 }
 
-// The user data renders without a CA (the VM's system roots) and then
-// passes no --client-ca-file; the PEM check refuses anything but
-// certificates.
+// The user data renders without a CA (a renderer; joinSettings never
+// hands it none) and then passes no --client-ca-file; joinSettings
+// refuses a missing CA and anything but PEM certificates.
 func TestUserDataWithoutCA(t *testing.T) {
 	ud, err := UserData(JoinData{Server: "https://api.example:6443", Token: "abcdef.0123456789abcdef", NodeName: "m-1"})
 	if err != nil {
@@ -66,8 +66,18 @@ func TestUserDataWithoutCA(t *testing.T) {
 		t.Errorf("user data of a Machine without spec.version names %s:\n%s", VersionPath, ud)
 	}
 	d := testDefaults(t)
-	if !validPEM(d.CABundle) || validPEM([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")) || validPEM(append(d.CABundle, "junk"...)) {
-		t.Error("validPEM is wrong")
+	for name, ca := range map[string][]byte{
+		"none":           nil,
+		"not a cert":     []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"),
+		"trailing junk":  append(append([]byte(nil), d.CABundle...), "junk"...),
+		"not PEM at all": []byte("ca"),
+	} {
+		if _, _, problem := joinSettings(&bootstrapv1.TokenBootstrapConfigSpec{CABundle: ca}, Defaults{APIServer: d.APIServer}); !strings.Contains(problem, "CA") {
+			t.Errorf("CA bundle %s: problem %q, want it refused", name, problem)
+		}
+	}
+	if _, _, problem := joinSettings(&bootstrapv1.TokenBootstrapConfigSpec{}, d); problem != "" {
+		t.Errorf("the target cluster's CA is refused: %s", problem)
 	}
 	if _, _, problem := joinSettings(&bootstrapv1.TokenBootstrapConfigSpec{}, Defaults{}); problem == "" {
 		t.Error("no API server at all was accepted")
