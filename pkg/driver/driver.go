@@ -44,8 +44,10 @@ type Driver interface {
 	// when several VMs claim the Machine. Optional.
 	GetMachineStatus(ctx context.Context, req *GetMachineStatusRequest) (*GetMachineStatusResponse, error)
 
-	// ListMachines lists the VMs made from req.MachineClass, by providerID,
-	// for orphan collection. Optional.
+	// ListMachines lists the VMs made from req.MachineClass, each with the
+	// UID of the Machine it was made for, for orphan collection: a VM is
+	// known by that UID, never by the form of its providerID (which may
+	// change, e.g. with a host's name). Optional.
 	ListMachines(ctx context.Context, req *ListMachinesRequest) (*ListMachinesResponse, error)
 
 	// GetVolumeIDs maps persistent volume specs to the provider's volume
@@ -147,8 +149,34 @@ type ListMachinesRequest struct {
 
 // ListMachinesResponse lists VMs.
 type ListMachinesResponse struct {
-	// MachineList maps each VM's providerID to the name of the Machine it was created for.
-	MachineList map[string]string
+	// VMs are the class's VMs, one entry each.
+	VMs []ListedVM
+}
+
+// MachineNames maps each listed VM's providerID to the name of its Machine.
+func (r *ListMachinesResponse) MachineNames() map[string]string {
+	out := make(map[string]string, len(r.VMs))
+	for _, vm := range r.VMs {
+		out[vm.ProviderID] = vm.MachineName
+	}
+	return out
+}
+
+// ListedVM is one VM ListMachines found and the Machine it was made for.
+type ListedVM struct {
+	// ProviderID of the VM as the driver names it now. It may differ from
+	// the one the Machine recorded at its create (a renamed libvirt host):
+	// the orphan collector asks GetMachineStatus before it calls a VM
+	// claimed by a live Machine another one.
+	ProviderID string
+	// MachineName is the name of the Machine the VM was made for, in the
+	// class's namespace.
+	MachineName string
+	// MachineUID is that Machine's metadata.uid, which the VM carries (a
+	// tag, its metadata). The orphan collector matches VMs to Machines by
+	// it: a VM whose UID no Machine has is an orphan. Empty only from a
+	// driver that cannot tell; such a VM is matched by MachineName.
+	MachineUID string
 }
 
 // GetVolumeIDsRequest asks for the provider volume IDs of persistent volumes.

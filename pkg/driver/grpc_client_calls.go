@@ -89,7 +89,7 @@ func (c *Client) ListMachines(ctx context.Context, req *ListMachinesRequest) (*L
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	return &ListMachinesResponse{MachineList: r.GetMachineList()}, nil
+	return &ListMachinesResponse{VMs: listedFromWire(r.GetVms())}, nil
 }
 
 // GetVolumeIDs implements Driver over gRPC.

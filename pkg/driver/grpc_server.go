@@ -139,7 +139,7 @@ func (s *grpcServer) ListMachines(ctx context.Context, in *driverv1.ListMachines
 	}
 	resp, err := s.d.ListMachines(ctx, &ListMachinesRequest{MachineClass: c, Secret: sec})
 	return respond(resp, err, func(r *ListMachinesResponse) *driverv1.ListMachinesResponse {
-		return &driverv1.ListMachinesResponse{MachineList: r.MachineList}
+		return &driverv1.ListMachinesResponse{Vms: listedToWire(r.VMs)}
 	})
 }
 

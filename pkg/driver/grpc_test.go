@@ -62,7 +62,10 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 		{
 			method: driver.MethodListMachines,
 			req:    &driver.ListMachinesRequest{MachineClass: class, Secret: secret},
-			resp:   &driver.ListMachinesResponse{MachineList: map[string]string{"sim://zone-a/vm-1": "m-1", "sim://zone-b/vm-2": "m-2"}},
+			resp: &driver.ListMachinesResponse{VMs: []driver.ListedVM{
+				{ProviderID: "sim://zone-a/vm-1", MachineName: "m-1", MachineUID: "uid-1"},
+				{ProviderID: "sim://zone-b/vm-2", MachineName: "m-2"},
+			}},
 		},
 		{
 			method: driver.MethodGetVolumeIDs,
@@ -234,7 +237,7 @@ func TestNilResponseIsZeroResponse(t *testing.T) {
 		t.Fatalf("UpdateMachine = %v, %v; want an empty response", resp, err)
 	}
 	list, err := c.ListMachines(context.Background(), &driver.ListMachinesRequest{MachineClass: testClass()})
-	if err != nil || list == nil || len(list.MachineList) != 0 {
+	if err != nil || list == nil || len(list.VMs) != 0 {
 		t.Fatalf("ListMachines = %v, %v; want an empty list", list, err)
 	}
 }

@@ -143,6 +143,28 @@ func addressesFromWire(in []*driverv1.MachineAddress) []v1alpha1.MachineAddress 
 	return out
 }
 
+func listedToWire(in []ListedVM) []*driverv1.ListedVM {
+	if in == nil {
+		return nil
+	}
+	out := make([]*driverv1.ListedVM, len(in))
+	for i, v := range in {
+		out[i] = &driverv1.ListedVM{ProviderId: v.ProviderID, MachineName: v.MachineName, MachineUid: v.MachineUID}
+	}
+	return out
+}
+
+func listedFromWire(in []*driverv1.ListedVM) []ListedVM {
+	if in == nil {
+		return nil
+	}
+	out := make([]ListedVM, len(in))
+	for i, v := range in {
+		out[i] = ListedVM{ProviderID: v.GetProviderId(), MachineName: v.GetMachineName(), MachineUID: v.GetMachineUid()}
+	}
+	return out
+}
+
 func methodsToWire(in []Method) []string {
 	if in == nil {
 		return nil

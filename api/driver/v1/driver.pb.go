@@ -666,9 +666,8 @@ func (x *ListMachinesRequest) GetSecret() []byte {
 // ListMachinesResponse lists VMs.
 type ListMachinesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Machine list: each VM's provider ID mapped to the name of the Machine it
-	// was created for.
-	MachineList   map[string]string `protobuf:"bytes,1,rep,name=machine_list,json=machineList,proto3" json:"machine_list,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The class's VMs, one entry each.
+	Vms           []*ListedVM `protobuf:"bytes,2,rep,name=vms,proto3" json:"vms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -703,11 +702,78 @@ func (*ListMachinesResponse) Descriptor() ([]byte, []int) {
 	return file_v1_driver_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *ListMachinesResponse) GetMachineList() map[string]string {
+func (x *ListMachinesResponse) GetVms() []*ListedVM {
 	if x != nil {
-		return x.MachineList
+		return x.Vms
 	}
 	return nil
+}
+
+// ListedVM is one VM ListMachines found and the Machine it was made for.
+type ListedVM struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Provider ID of the VM as the driver names it now; it may differ from the
+	// one the Machine recorded when the VM was created (a renamed host).
+	ProviderId string `protobuf:"bytes,1,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	// Name of the Machine the VM was made for, in the class's namespace.
+	MachineName string `protobuf:"bytes,2,opt,name=machine_name,json=machineName,proto3" json:"machine_name,omitempty"`
+	// UID of that Machine (metadata.uid), which the VM carries: the orphan
+	// collector matches VMs to Machines by it. Empty only when the driver
+	// cannot tell; the VM is then matched by machine_name.
+	MachineUid    string `protobuf:"bytes,3,opt,name=machine_uid,json=machineUid,proto3" json:"machine_uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListedVM) Reset() {
+	*x = ListedVM{}
+	mi := &file_v1_driver_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListedVM) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListedVM) ProtoMessage() {}
+
+func (x *ListedVM) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_driver_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListedVM.ProtoReflect.Descriptor instead.
+func (*ListedVM) Descriptor() ([]byte, []int) {
+	return file_v1_driver_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListedVM) GetProviderId() string {
+	if x != nil {
+		return x.ProviderId
+	}
+	return ""
+}
+
+func (x *ListedVM) GetMachineName() string {
+	if x != nil {
+		return x.MachineName
+	}
+	return ""
+}
+
+func (x *ListedVM) GetMachineUid() string {
+	if x != nil {
+		return x.MachineUid
+	}
+	return ""
 }
 
 // GetVolumeIDsRequest asks for the provider volume IDs of persistent volumes.
@@ -721,7 +787,7 @@ type GetVolumeIDsRequest struct {
 
 func (x *GetVolumeIDsRequest) Reset() {
 	*x = GetVolumeIDsRequest{}
-	mi := &file_v1_driver_proto_msgTypes[11]
+	mi := &file_v1_driver_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +799,7 @@ func (x *GetVolumeIDsRequest) String() string {
 func (*GetVolumeIDsRequest) ProtoMessage() {}
 
 func (x *GetVolumeIDsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_driver_proto_msgTypes[11]
+	mi := &file_v1_driver_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +812,7 @@ func (x *GetVolumeIDsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVolumeIDsRequest.ProtoReflect.Descriptor instead.
 func (*GetVolumeIDsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_driver_proto_rawDescGZIP(), []int{11}
+	return file_v1_driver_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetVolumeIDsRequest) GetPvSpecs() [][]byte {
@@ -768,7 +834,7 @@ type GetVolumeIDsResponse struct {
 
 func (x *GetVolumeIDsResponse) Reset() {
 	*x = GetVolumeIDsResponse{}
-	mi := &file_v1_driver_proto_msgTypes[12]
+	mi := &file_v1_driver_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +846,7 @@ func (x *GetVolumeIDsResponse) String() string {
 func (*GetVolumeIDsResponse) ProtoMessage() {}
 
 func (x *GetVolumeIDsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_driver_proto_msgTypes[12]
+	mi := &file_v1_driver_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +859,7 @@ func (x *GetVolumeIDsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVolumeIDsResponse.ProtoReflect.Descriptor instead.
 func (*GetVolumeIDsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_driver_proto_rawDescGZIP(), []int{12}
+	return file_v1_driver_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetVolumeIDsResponse) GetVolumeIds() []string {
@@ -824,7 +890,7 @@ type UpdateMachineRequest struct {
 
 func (x *UpdateMachineRequest) Reset() {
 	*x = UpdateMachineRequest{}
-	mi := &file_v1_driver_proto_msgTypes[13]
+	mi := &file_v1_driver_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +902,7 @@ func (x *UpdateMachineRequest) String() string {
 func (*UpdateMachineRequest) ProtoMessage() {}
 
 func (x *UpdateMachineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_driver_proto_msgTypes[13]
+	mi := &file_v1_driver_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +915,7 @@ func (x *UpdateMachineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineRequest.ProtoReflect.Descriptor instead.
 func (*UpdateMachineRequest) Descriptor() ([]byte, []int) {
-	return file_v1_driver_proto_rawDescGZIP(), []int{13}
+	return file_v1_driver_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateMachineRequest) GetMachine() []byte {
@@ -896,7 +962,7 @@ type UpdateMachineResponse struct {
 
 func (x *UpdateMachineResponse) Reset() {
 	*x = UpdateMachineResponse{}
-	mi := &file_v1_driver_proto_msgTypes[14]
+	mi := &file_v1_driver_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +974,7 @@ func (x *UpdateMachineResponse) String() string {
 func (*UpdateMachineResponse) ProtoMessage() {}
 
 func (x *UpdateMachineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_driver_proto_msgTypes[14]
+	mi := &file_v1_driver_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +987,7 @@ func (x *UpdateMachineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateMachineResponse.ProtoReflect.Descriptor instead.
 func (*UpdateMachineResponse) Descriptor() ([]byte, []int) {
-	return file_v1_driver_proto_rawDescGZIP(), []int{14}
+	return file_v1_driver_proto_rawDescGZIP(), []int{15}
 }
 
 // GetPluginInfoRequest asks a driver who it is.
@@ -933,7 +999,7 @@ type GetPluginInfoRequest struct {
 
 func (x *GetPluginInfoRequest) Reset() {
 	*x = GetPluginInfoRequest{}
-	mi := &file_v1_driver_proto_msgTypes[15]
+	mi := &file_v1_driver_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +1011,7 @@ func (x *GetPluginInfoRequest) String() string {
 func (*GetPluginInfoRequest) ProtoMessage() {}
 
 func (x *GetPluginInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_driver_proto_msgTypes[15]
+	mi := &file_v1_driver_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -958,7 +1024,7 @@ func (x *GetPluginInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetPluginInfoRequest) Descriptor() ([]byte, []int) {
-	return file_v1_driver_proto_rawDescGZIP(), []int{15}
+	return file_v1_driver_proto_rawDescGZIP(), []int{16}
 }
 
 // GetPluginInfoResponse names a driver and its optional methods.
@@ -977,7 +1043,7 @@ type GetPluginInfoResponse struct {
 
 func (x *GetPluginInfoResponse) Reset() {
 	*x = GetPluginInfoResponse{}
-	mi := &file_v1_driver_proto_msgTypes[16]
+	mi := &file_v1_driver_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -989,7 +1055,7 @@ func (x *GetPluginInfoResponse) String() string {
 func (*GetPluginInfoResponse) ProtoMessage() {}
 
 func (x *GetPluginInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_driver_proto_msgTypes[16]
+	mi := &file_v1_driver_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1002,7 +1068,7 @@ func (x *GetPluginInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPluginInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetPluginInfoResponse) Descriptor() ([]byte, []int) {
-	return file_v1_driver_proto_rawDescGZIP(), []int{16}
+	return file_v1_driver_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetPluginInfoResponse) GetName() string {
@@ -1070,12 +1136,15 @@ const file_v1_driver_proto_rawDesc = "" +
 	"\bprogress\x18\x04 \x01(\tR\bprogress\"R\n" +
 	"\x13ListMachinesRequest\x12#\n" +
 	"\rmachine_class\x18\x01 \x01(\fR\fmachineClass\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\fR\x06secret\"\xb6\x01\n" +
-	"\x14ListMachinesResponse\x12^\n" +
-	"\fmachine_list\x18\x01 \x03(\v2;.millwright.driver.v1.ListMachinesResponse.MachineListEntryR\vmachineList\x1a>\n" +
-	"\x10MachineListEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"0\n" +
+	"\x06secret\x18\x02 \x01(\fR\x06secret\"\\\n" +
+	"\x14ListMachinesResponse\x120\n" +
+	"\x03vms\x18\x02 \x03(\v2\x1e.millwright.driver.v1.ListedVMR\x03vmsJ\x04\b\x01\x10\x02R\fmachine_list\"o\n" +
+	"\bListedVM\x12\x1f\n" +
+	"\vprovider_id\x18\x01 \x01(\tR\n" +
+	"providerId\x12!\n" +
+	"\fmachine_name\x18\x02 \x01(\tR\vmachineName\x12\x1f\n" +
+	"\vmachine_uid\x18\x03 \x01(\tR\n" +
+	"machineUid\"0\n" +
 	"\x13GetVolumeIDsRequest\x12\x19\n" +
 	"\bpv_specs\x18\x01 \x03(\fR\apvSpecs\"5\n" +
 	"\x14GetVolumeIDsResponse\x12\x1d\n" +
@@ -1131,34 +1200,34 @@ var file_v1_driver_proto_goTypes = []any{
 	(*GetMachineStatusResponse)(nil),  // 8: millwright.driver.v1.GetMachineStatusResponse
 	(*ListMachinesRequest)(nil),       // 9: millwright.driver.v1.ListMachinesRequest
 	(*ListMachinesResponse)(nil),      // 10: millwright.driver.v1.ListMachinesResponse
-	(*GetVolumeIDsRequest)(nil),       // 11: millwright.driver.v1.GetVolumeIDsRequest
-	(*GetVolumeIDsResponse)(nil),      // 12: millwright.driver.v1.GetVolumeIDsResponse
-	(*UpdateMachineRequest)(nil),      // 13: millwright.driver.v1.UpdateMachineRequest
-	(*UpdateMachineResponse)(nil),     // 14: millwright.driver.v1.UpdateMachineResponse
-	(*GetPluginInfoRequest)(nil),      // 15: millwright.driver.v1.GetPluginInfoRequest
-	(*GetPluginInfoResponse)(nil),     // 16: millwright.driver.v1.GetPluginInfoResponse
-	nil,                               // 17: millwright.driver.v1.ListMachinesResponse.MachineListEntry
+	(*ListedVM)(nil),                  // 11: millwright.driver.v1.ListedVM
+	(*GetVolumeIDsRequest)(nil),       // 12: millwright.driver.v1.GetVolumeIDsRequest
+	(*GetVolumeIDsResponse)(nil),      // 13: millwright.driver.v1.GetVolumeIDsResponse
+	(*UpdateMachineRequest)(nil),      // 14: millwright.driver.v1.UpdateMachineRequest
+	(*UpdateMachineResponse)(nil),     // 15: millwright.driver.v1.UpdateMachineResponse
+	(*GetPluginInfoRequest)(nil),      // 16: millwright.driver.v1.GetPluginInfoRequest
+	(*GetPluginInfoResponse)(nil),     // 17: millwright.driver.v1.GetPluginInfoResponse
 }
 var file_v1_driver_proto_depIdxs = []int32{
 	0,  // 0: millwright.driver.v1.CreateMachineResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
 	0,  // 1: millwright.driver.v1.GetMachineStatusResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
-	17, // 2: millwright.driver.v1.ListMachinesResponse.machine_list:type_name -> millwright.driver.v1.ListMachinesResponse.MachineListEntry
+	11, // 2: millwright.driver.v1.ListMachinesResponse.vms:type_name -> millwright.driver.v1.ListedVM
 	1,  // 3: millwright.driver.v1.Driver.CreateMachine:input_type -> millwright.driver.v1.CreateMachineRequest
 	3,  // 4: millwright.driver.v1.Driver.InitializeMachine:input_type -> millwright.driver.v1.InitializeMachineRequest
 	5,  // 5: millwright.driver.v1.Driver.DeleteMachine:input_type -> millwright.driver.v1.DeleteMachineRequest
 	7,  // 6: millwright.driver.v1.Driver.GetMachineStatus:input_type -> millwright.driver.v1.GetMachineStatusRequest
 	9,  // 7: millwright.driver.v1.Driver.ListMachines:input_type -> millwright.driver.v1.ListMachinesRequest
-	11, // 8: millwright.driver.v1.Driver.GetVolumeIDs:input_type -> millwright.driver.v1.GetVolumeIDsRequest
-	13, // 9: millwright.driver.v1.Driver.UpdateMachine:input_type -> millwright.driver.v1.UpdateMachineRequest
-	15, // 10: millwright.driver.v1.Driver.GetPluginInfo:input_type -> millwright.driver.v1.GetPluginInfoRequest
+	12, // 8: millwright.driver.v1.Driver.GetVolumeIDs:input_type -> millwright.driver.v1.GetVolumeIDsRequest
+	14, // 9: millwright.driver.v1.Driver.UpdateMachine:input_type -> millwright.driver.v1.UpdateMachineRequest
+	16, // 10: millwright.driver.v1.Driver.GetPluginInfo:input_type -> millwright.driver.v1.GetPluginInfoRequest
 	2,  // 11: millwright.driver.v1.Driver.CreateMachine:output_type -> millwright.driver.v1.CreateMachineResponse
 	4,  // 12: millwright.driver.v1.Driver.InitializeMachine:output_type -> millwright.driver.v1.InitializeMachineResponse
 	6,  // 13: millwright.driver.v1.Driver.DeleteMachine:output_type -> millwright.driver.v1.DeleteMachineResponse
 	8,  // 14: millwright.driver.v1.Driver.GetMachineStatus:output_type -> millwright.driver.v1.GetMachineStatusResponse
 	10, // 15: millwright.driver.v1.Driver.ListMachines:output_type -> millwright.driver.v1.ListMachinesResponse
-	12, // 16: millwright.driver.v1.Driver.GetVolumeIDs:output_type -> millwright.driver.v1.GetVolumeIDsResponse
-	14, // 17: millwright.driver.v1.Driver.UpdateMachine:output_type -> millwright.driver.v1.UpdateMachineResponse
-	16, // 18: millwright.driver.v1.Driver.GetPluginInfo:output_type -> millwright.driver.v1.GetPluginInfoResponse
+	13, // 16: millwright.driver.v1.Driver.GetVolumeIDs:output_type -> millwright.driver.v1.GetVolumeIDsResponse
+	15, // 17: millwright.driver.v1.Driver.UpdateMachine:output_type -> millwright.driver.v1.UpdateMachineResponse
+	17, // 18: millwright.driver.v1.Driver.GetPluginInfo:output_type -> millwright.driver.v1.GetPluginInfoResponse
 	11, // [11:19] is the sub-list for method output_type
 	3,  // [3:11] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name

@@ -67,7 +67,8 @@ type DriverClient interface {
 	DeleteMachine(ctx context.Context, in *DeleteMachineRequest, opts ...grpc.CallOption) (*DeleteMachineResponse, error)
 	// GetMachineStatus reports the VM of a Machine. Optional.
 	GetMachineStatus(ctx context.Context, in *GetMachineStatusRequest, opts ...grpc.CallOption) (*GetMachineStatusResponse, error)
-	// ListMachines lists the VMs made from a MachineClass. Optional.
+	// ListMachines lists the VMs made from a MachineClass, each with the UID
+	// of the Machine it was made for. Optional.
 	ListMachines(ctx context.Context, in *ListMachinesRequest, opts ...grpc.CallOption) (*ListMachinesResponse, error)
 	// GetVolumeIDs maps persistent volume specs to provider volume IDs. Optional.
 	GetVolumeIDs(ctx context.Context, in *GetVolumeIDsRequest, opts ...grpc.CallOption) (*GetVolumeIDsResponse, error)
@@ -185,7 +186,8 @@ type DriverServer interface {
 	DeleteMachine(context.Context, *DeleteMachineRequest) (*DeleteMachineResponse, error)
 	// GetMachineStatus reports the VM of a Machine. Optional.
 	GetMachineStatus(context.Context, *GetMachineStatusRequest) (*GetMachineStatusResponse, error)
-	// ListMachines lists the VMs made from a MachineClass. Optional.
+	// ListMachines lists the VMs made from a MachineClass, each with the UID
+	// of the Machine it was made for. Optional.
 	ListMachines(context.Context, *ListMachinesRequest) (*ListMachinesResponse, error)
 	// GetVolumeIDs maps persistent volume specs to provider volume IDs. Optional.
 	GetVolumeIDs(context.Context, *GetVolumeIDsRequest) (*GetVolumeIDsResponse, error)

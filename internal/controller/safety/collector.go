@@ -198,16 +198,12 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 		lg.Error(err, "listing the Machines of the class's namespace")
 		return c.retry(key, driverpolicy.Retry), false
 	}
-	byName := make(map[string]*v1alpha1.Machine, len(machines))
-	for _, m := range machines {
-		byName[m.Name] = m
-	}
-	found := findOrphans(resp.MachineList, func(name string) *v1alpha1.Machine { return byName[name] })
+	found := findOrphans(resp.VMs, indexMachines(machines))
 	orphansFound.WithLabelValues(class.Spec.Provider).Add(float64(len(found)))
 	orphansCollected.WithLabelValues(class.Spec.Provider) // a 0 from the first pass on, for rate() and the dashboard
 	confirmed, fresh := c.seen.advance(key, found, time.Now())
 	for _, o := range found {
-		lg.V(1).Info("suspected orphan VM", "providerID", o.ProviderID, "machine", o.MachineName, "why", o.Why)
+		lg.V(1).Info("suspected orphan VM", "providerID", o.ProviderID, "machine", o.MachineName, "machineUID", o.MachineUID, "why", o.Why)
 	}
 	for _, o := range confirmed {
 		if action, done := c.collect(ctx, lg, class, drv, secret, o); !done {
@@ -217,9 +213,11 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 	return 0, fresh > 0
 }
 
-// collect deletes one confirmed orphan after re-reading its Machine live:
-// the cache may lag behind a Machine that just recorded this very VM.
-// done is false when the deletion must be retried.
+// collect deletes one confirmed orphan after re-reading its Machine live
+// (the cache may lag behind a Machine that just recorded this very VM)
+// and, when that Machine records another providerID, after the driver
+// confirmed that the Machine's VM is another one. done is false when the
+// deletion must be retried.
 func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, o orphan) (driverpolicy.Action, bool) {
 	key := class.Namespace + "/" + class.Name
 	live := &v1alpha1.Machine{}
@@ -231,14 +229,26 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 		lg.Error(err, "re-reading the Machine of a suspected orphan VM", "machine", o.MachineName)
 		return driverpolicy.Retry, false
 	}
-	if _, still := judgeVM(o.ProviderID, o.MachineName, live); !still {
+	byUID := live
+	if live != nil && string(live.UID) != o.MachineUID {
+		byUID = nil
+	}
+	m := claimant(o.ListedVM, byUID, live)
+	o, still := judgeVM(o.ListedVM, m, live != nil && live.Spec.ProviderID == o.ProviderID)
+	if still && o.askDriver {
+		var action driverpolicy.Action
+		if still, action = c.confirm(ctx, lg, class, drv, secret, m, &o); action != driverpolicy.Continue {
+			return action, false
+		}
+	}
+	if !still {
 		c.seen.forget(key, o.ProviderID)
 		return driverpolicy.Continue, true
 	}
-	// The VM is named by its Machine name and pinned by its providerID, so
-	// the driver deletes this VM and no other.
+	// The VM is pinned by its providerID and named by its Machine's name
+	// and UID, so the driver deletes this VM and no other.
 	target := &v1alpha1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: o.MachineName, Namespace: class.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: o.MachineName, Namespace: class.Namespace, UID: types.UID(o.MachineUID)},
 		Spec:       v1alpha1.MachineSpec{ProviderID: o.ProviderID},
 	}
 	err = c.call(ctx, func(ctx context.Context) error {
@@ -258,6 +268,34 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 		c.Recorder.Eventf(class, nil, corev1.EventTypeNormal, "OrphanVMCollected", "CollectOrphans", "%s", msg)
 	}
 	return driverpolicy.Continue, true
+}
+
+// confirm asks the driver which VM is m's (GetMachineStatus, which
+// answers by m's recorded providerID first): o is an orphan only when the
+// driver names another VM than o. Any other answer keeps the VM: without
+// the driver's word a VM claiming a live Machine is never deleted. The
+// action is not Continue when the question must be asked again later.
+func (c *OrphanCollector) confirm(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, m *v1alpha1.Machine, o *orphan) (bool, driverpolicy.Action) {
+	var resp *driver.GetMachineStatusResponse
+	err := c.call(ctx, func(ctx context.Context) (err error) {
+		resp, err = drv.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: m, MachineClass: class, Secret: secret})
+		return err
+	})
+	switch code := driver.CodeOf(err); {
+	case err == nil && resp.ProviderID != o.ProviderID:
+		o.Why += "; the driver says the Machine's VM is " + resp.ProviderID
+		return true, driverpolicy.Continue
+	case err == nil:
+		lg.Info("a VM listed under another providerID than its Machine records is that Machine's: kept",
+			"machine", m.Name, "listed", o.ProviderID, "recorded", m.Spec.ProviderID)
+	case driverpolicy.ClassifyError(driver.MethodGetMachineStatus, err).Action == driverpolicy.Retry:
+		lg.Error(err, "asking the driver which VM is the Machine's", "machine", m.Name, "code", code.String())
+		return false, driverpolicy.Retry
+	default:
+		lg.Info("the driver cannot tell which VM is the Machine's: a VM claiming it is kept",
+			"machine", m.Name, "listed", o.ProviderID, "recorded", m.Spec.ProviderID, "code", code.String(), "message", driver.MessageOf(err))
+	}
+	return false, driverpolicy.Continue
 }
 
 // retry records a failure of class and returns its backoff.

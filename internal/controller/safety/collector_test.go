@@ -1,11 +1,14 @@
 package safety_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // An orphan VM is deleted on the second pass that sees it, not the first.
@@ -74,4 +77,74 @@ func TestOutOfRangeTriggersPass(t *testing.T) {
 	if m := w.Get("m"); m.Status.LastOperation.ErrorCode != "OutOfRange" {
 		t.Fatalf("lastOperation %+v, want an OutOfRange failure", m.Status.LastOperation)
 	}
+}
+
+// renamedDriver names every VM of the sim as a libvirt driver whose host
+// was renamed names its VMs: ListMachines and GetMachineStatus report
+// another providerID ("sim://REGION/ZONE.renamed/ID") than the one the
+// VM was created with, which the sim still understands.
+type renamedDriver struct{ driver.Driver }
+
+func renamed(providerID string) string {
+	i := strings.LastIndex(providerID, "/")
+	return providerID[:i] + ".renamed" + providerID[i:]
+}
+
+func (d renamedDriver) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
+	resp, err := d.Driver.ListMachines(ctx, req)
+	if err == nil {
+		for i := range resp.VMs {
+			resp.VMs[i].ProviderID = renamed(resp.VMs[i].ProviderID)
+		}
+	}
+	return resp, err
+}
+
+func (d renamedDriver) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
+	resp, err := d.Driver.GetMachineStatus(ctx, req)
+	if err == nil {
+		resp.ProviderID = renamed(resp.ProviderID)
+	}
+	return resp, err
+}
+
+// A VM listed under another providerID than its Machine records is that
+// Machine's when the driver says so (a renamed host): it is never
+// collected, while a VM no Machine claims is, on the same passes.
+func TestRenamedVMOfALiveMachineIsKept(t *testing.T) {
+	w := newWorld(t, setup{cfg: testConfig(), renamed: true})
+	w.waitPasses(1)
+	w.Class("c", controllertest.SimSpec)
+	m := w.Machine("m", "c", nil)
+	m = w.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+	stray := w.orphan("c", controllertest.SimSpec, "")
+	w.pass()
+	w.pass()
+	if w.vmExists(stray.ID) {
+		t.Fatal("the VM no Machine claims survived two passes")
+	}
+	if vms := w.VMs("m"); len(vms) != 1 || vms[0].ProviderID != m.Spec.ProviderID {
+		t.Fatalf("the Running Machine's VM %s, listed as %s, was collected: the Machine's VMs are now %v",
+			m.Spec.ProviderID, renamed(m.Spec.ProviderID), vms)
+	}
+}
+
+// A second VM claiming a live Machine (a lost create's) is collected once
+// the driver names the Machine's VM as another one.
+func TestSecondVMOfALiveMachineIsCollected(t *testing.T) {
+	w := newWorld(t, setup{cfg: testConfig()})
+	w.waitPasses(1)
+	w.Class("c", controllertest.SimSpec)
+	m := w.Machine("m", "c", nil)
+	m = w.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+	second := w.orphan("c", controllertest.SimSpec, m.Name)
+	w.pass()
+	w.pass()
+	if w.vmExists(second.ID) {
+		t.Fatal("a second VM claiming a Running Machine that records another survived two passes")
+	}
+	if vms := w.VMs("m"); len(vms) != 1 || vms[0].ProviderID != m.Spec.ProviderID {
+		t.Fatalf("the Machine's own VM %s was collected: its VMs are now %v", m.Spec.ProviderID, vms)
+	}
+	w.ExpectEvent("OrphanVMCollected", "c")
 }

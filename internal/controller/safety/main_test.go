@@ -14,6 +14,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machineset"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
@@ -41,6 +42,10 @@ type setup struct {
 	probes     []safety.Probe
 	machineSet bool // also run the MachineSet controller
 	machine    func(*machine.Config)
+	// renamed gives the safety controller drivers that name every VM
+	// under another providerID than the one it was created with (see
+	// renamedDriver); the machine controller keeps the drivers as they are.
+	renamed bool
 }
 
 // newWorld runs the machine controller, wired to a safety controller as
@@ -51,6 +56,12 @@ func newWorld(t *testing.T, s setup) *world {
 		Config: s.machine,
 		Machine: func(r *machine.Reconciler) {
 			sc.Drivers = r.Drivers // the harness's sim
+			if s.renamed {
+				sc.Drivers = map[string]driver.Driver{}
+				for name, d := range r.Drivers {
+					sc.Drivers[name] = renamedDriver{d}
+				}
+			}
 			r.Gate = sc.Gate()
 			r.OnOrphansSuspected = sc.OrphansSuspected
 		},

@@ -1,14 +1,17 @@
 package safety
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // machineWith is a Machine with providerID whose status.phase says phase;
@@ -38,26 +41,28 @@ func TestJudgeVM(t *testing.T) {
 		name    string
 		machine *v1alpha1.Machine
 		orphan  bool
+		ask     bool // only the driver can confirm
 	}{
-		{"no Machine", nil, true},
-		{"Machine owns this VM", machineWith("p1", v1alpha1.PhaseRunning), false},
-		{"Machine owns another VM", machineWith("p2", v1alpha1.PhaseRunning), true},
-		{"Machine being deleted owns another VM", machineWith("p2", v1alpha1.PhaseTerminating), true},
-		{"Machine being created, no providerID yet", machineWith("", v1alpha1.PhaseProvisioning), false},
-		{"Machine pending, no providerID yet", machineWith("", v1alpha1.PhasePending), false},
-		{"Machine whose create failed, with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff, lastOp(v1alpha1.OperationCreate, v1alpha1.OperationFailed)), false},
-		{"Machine whose initialization failed, with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff, lastOp(v1alpha1.OperationInitialize, v1alpha1.OperationFailed)), false},
+		{"no Machine", nil, true, false},
+		{"Machine owns this VM", machineWith("p1", v1alpha1.PhaseRunning), false, false},
+		{"Machine owns another VM", machineWith("p2", v1alpha1.PhaseRunning), true, true},
+		{"Machine being deleted owns another VM", machineWith("p2", v1alpha1.PhaseTerminating), true, true},
+		{"Machine being created, no providerID yet", machineWith("", v1alpha1.PhaseProvisioning), false, false},
+		{"Machine pending, no providerID yet", machineWith("", v1alpha1.PhasePending), false, false},
+		{"Machine whose create failed, with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff, lastOp(v1alpha1.OperationCreate, v1alpha1.OperationFailed)), false, false},
+		{"Machine whose initialization failed, with another VM", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff, lastOp(v1alpha1.OperationInitialize, v1alpha1.OperationFailed)), false, false},
 		// The phase is a summary written at the end of a reconcile; the
 		// fields decide.
-		{"phase Running, but its create failed since", machineWith("p2", v1alpha1.PhaseRunning, lastOp(v1alpha1.OperationCreate, v1alpha1.OperationFailed)), false},
-		{"phase Provisioned, but a create started again", machineWith("p2", v1alpha1.PhaseProvisioned, infraCondition(metav1.ConditionFalse, machine.ReasonCreating)), false},
+		{"phase Running, but its create failed since", machineWith("p2", v1alpha1.PhaseRunning, lastOp(v1alpha1.OperationCreate, v1alpha1.OperationFailed)), false, false},
+		{"phase Provisioned, but a create started again", machineWith("p2", v1alpha1.PhaseProvisioned, infraCondition(metav1.ConditionFalse, machine.ReasonCreating)), false, false},
 		{"phase CrashLoopBackOff, but the create went through since", machineWith("p2", v1alpha1.PhaseCrashLoopBackOff,
-			lastOp(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded), infraCondition(metav1.ConditionTrue, machine.ReasonProvisioned)), true},
+			lastOp(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded), infraCondition(metav1.ConditionTrue, machine.ReasonProvisioned)), true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, got := judgeVM("p1", "m", tc.machine)
-			if got != tc.orphan {
-				t.Fatalf("orphan = %v, want %v (%s)", got, tc.orphan, o.Why)
+			vm := driver.ListedVM{ProviderID: "p1", MachineName: "m", MachineUID: "u"}
+			o, got := judgeVM(vm, tc.machine, tc.machine != nil && tc.machine.Spec.ProviderID == vm.ProviderID)
+			if got != tc.orphan || o.askDriver != tc.ask {
+				t.Fatalf("orphan = %v (ask the driver: %v), want %v (%v) (%s)", got, o.askDriver, tc.orphan, tc.ask, o.Why)
 			}
 			if got && o.Why == "" {
 				t.Fatal("an orphan needs a reason")
@@ -66,21 +71,46 @@ func TestJudgeVM(t *testing.T) {
 	}
 }
 
+// A VM is known by its Machine's UID: a Machine of the same name and
+// another UID is another Machine; a VM listed without a UID is known by its
+// Machine's name; a VM a live Machine records is never an orphan, whatever
+// the Machine it claims.
 func TestFindOrphans(t *testing.T) {
-	machines := map[string]*v1alpha1.Machine{
-		"a": machineWith("pa", v1alpha1.PhaseRunning),
-		"b": machineWith("", v1alpha1.PhaseProvisioning),
+	named := func(name, uid, providerID string) *v1alpha1.Machine {
+		m := machineWith(providerID, v1alpha1.PhaseRunning)
+		m.Name, m.UID = name, types.UID(uid)
+		return m
 	}
-	got := findOrphans(map[string]string{"pa": "a", "pa2": "a", "pb": "b", "px": "x"}, func(n string) *v1alpha1.Machine { return machines[n] })
-	if len(got) != 2 || got[0].ProviderID != "pa2" || got[1].ProviderID != "px" {
-		t.Fatalf("orphans = %+v, want pa2 and px", got)
+	ix := indexMachines([]*v1alpha1.Machine{
+		named("a", "ua", "pa"),
+		named("b", "ub", ""),
+		named("c", "uc2", "pc-new"), // c was deleted and made again: a new UID and VM
+		named("d", "ud", "pd"),
+	})
+	vms := []driver.ListedVM{
+		{ProviderID: "pa", MachineName: "a", MachineUID: "ua"},     // a's own
+		{ProviderID: "pa2", MachineName: "a", MachineUID: "ua"},    // a second VM of a: ask the driver
+		{ProviderID: "pa3", MachineName: "a"},                      // without a UID: known by name, ask the driver
+		{ProviderID: "pb", MachineName: "b", MachineUID: "ub"},     // b is being created
+		{ProviderID: "pc-old", MachineName: "c", MachineUID: "uc"}, // the first c's VM: no Machine has its UID
+		{ProviderID: "pc-new", MachineName: "c", MachineUID: "uc"}, // recorded by the new c: kept
+		{ProviderID: "px", MachineName: "x", MachineUID: "ux"},     // no Machine at all
+		{ProviderID: "pd-renamed", MachineName: "d", MachineUID: "ud"},
+	}
+	got := map[string]bool{}
+	for _, o := range findOrphans(vms, ix) {
+		got[o.ProviderID] = o.askDriver
+	}
+	want := map[string]bool{"pa2": true, "pa3": true, "pc-old": false, "px": false, "pd-renamed": true}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("suspected orphans (providerID: ask the driver) = %v, want %v", got, want)
 	}
 }
 
 func TestSightingsNeedTwoConsecutivePasses(t *testing.T) {
 	s := sightings{}
 	t0 := time.Unix(0, 0)
-	a, b := orphan{ProviderID: "a"}, orphan{ProviderID: "b"}
+	a, b := orphan{ListedVM: driver.ListedVM{ProviderID: "a"}}, orphan{ListedVM: driver.ListedVM{ProviderID: "b"}}
 	steps := []struct {
 		found     []orphan
 		confirmed []string

@@ -33,6 +33,9 @@ type conns struct {
 	// dials makes callers of one URI share its dial, outside mu: a daemon
 	// slow to answer holds up the calls for its URI only.
 	dials singleflight.Group
+	// hostName asks a daemon its host name; nil asks libvirt
+	// (ConnectGetHostname). Tests rename the host through it.
+	hostName func(*golibvirt.Libvirt) (string, error)
 }
 
 // get returns a live connection to uri, dialling if there is none. A
@@ -48,7 +51,10 @@ func (cs *conns) get(ctx context.Context, uri string) (*conn, error) {
 		if c := cs.live(uri); c != nil {
 			return c, nil
 		}
-		c, err := dial(uri)
+		cs.mu.Lock()
+		hostName := cs.hostName
+		cs.mu.Unlock()
+		c, err := dial(uri, hostName)
 		if err != nil {
 			return nil, driver.Errorf(driver.Unavailable, "libvirt at %s is unreachable: %v", uri, err)
 		}
@@ -86,7 +92,7 @@ func (cs *conns) closeAll() {
 	}
 }
 
-func dial(uri string) (*conn, error) {
+func dial(uri string, hostName func(*golibvirt.Libvirt) (string, error)) (*conn, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, err
@@ -106,7 +112,10 @@ func dial(uri string) (*conn, error) {
 	} else if l, err = golibvirt.ConnectToURI(u); err != nil {
 		return nil, err
 	}
-	host, err := l.ConnectGetHostname()
+	if hostName == nil {
+		hostName = (*golibvirt.Libvirt).ConnectGetHostname
+	}
+	host, err := hostName(l)
 	if err != nil {
 		_ = l.Disconnect()
 		return nil, fmt.Errorf("asking the host name: %w", err)

@@ -565,8 +565,9 @@ func (d *Driver) ConsoleTail(m *v1alpha1.Machine, lines int) string {
 	return logtail.Tail(ConsoleLog(d.opts.ConsoleDir, domainName(m)), lines)
 }
 
-// ListMachines lists the domains made from the class, by providerID.
-// Domains without Millwright's metadata are not looked at.
+// ListMachines lists the domains made from the class, each with the name
+// and UID of its Machine from the domain's metadata. Domains without
+// Millwright's metadata are not looked at.
 func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -583,13 +584,13 @@ func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesReque
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	var out []driver.ListedVM
 	for name, meta := range owned {
 		if meta.ofClass(req.MachineClass) {
-			out[c.providerID(name)] = meta.Name
+			out = append(out, driver.ListedVM{ProviderID: c.providerID(name), MachineName: meta.Name, MachineUID: meta.UID})
 		}
 	}
-	return &driver.ListMachinesResponse{MachineList: out}, nil
+	return &driver.ListMachinesResponse{VMs: out}, nil
 }
 
 // owned returns the metadata of every domain that carries Millwright's,

@@ -88,8 +88,8 @@ func TestRestartFindsItsDomains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]string{first.ProviderID: m.Name}; !mapsEqual(list.MachineList, want) {
-		t.Fatalf("ListMachines after a restart: %v; want %v", list.MachineList, want)
+	if want := map[string]string{first.ProviderID: m.Name}; !mapsEqual(list.MachineNames(), want) {
+		t.Fatalf("ListMachines after a restart: %v; want %v", list.MachineNames(), want)
 	}
 	if _, err := d.GetMachineStatus(ctx(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: cl}); err != nil {
 		t.Fatalf("GetMachineStatus after a restart: %v", err)
@@ -98,7 +98,7 @@ func TestRestartFindsItsDomains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := other.MachineList[first.ProviderID]; ok {
+	if _, ok := other.MachineNames()[first.ProviderID]; ok {
 		t.Fatalf("ListMachines of another class lists %s", first.ProviderID)
 	}
 }
@@ -145,7 +145,7 @@ func TestForeignDomainIsNeverTouched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, machine := range list.MachineList {
+	for id, machine := range list.MachineNames() {
 		if strings.HasSuffix(id, "/"+name) || machine == m.Name {
 			t.Errorf("ListMachines lists the foreign domain: %s -> %s", id, machine)
 		}

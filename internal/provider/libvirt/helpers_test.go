@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 }
 
 func setUpFixture(dir string) (func(), error) {
-	c, err := dial(DefaultURI)
+	c, err := dial(DefaultURI, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func setUpFixture(dir string) (func(), error) {
 		return nil, err
 	}
 	cleanup := func() {
-		c, err := dial(DefaultURI)
+		c, err := dial(DefaultURI, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "removing the test pool:", err)
 			return
@@ -131,7 +131,7 @@ func machine(name string) *v1alpha1.Machine {
 // without the driver.
 func libvirtConn(t testing.TB) *golibvirt.Libvirt {
 	t.Helper()
-	c, err := dial(DefaultURI)
+	c, err := dial(DefaultURI, nil)
 	if err != nil {
 		t.Fatalf("connecting to libvirt: %v", err)
 	}

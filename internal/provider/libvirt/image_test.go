@@ -183,7 +183,7 @@ func TestDeleteGracePeriodSurvivesADriverRestart(t *testing.T) {
 	if _, err := first.DeleteMachine(short(), req); driver.CodeOf(err) != driver.Aborted {
 		t.Fatalf("DeleteMachine within the grace period: %v; want Aborted", err)
 	}
-	c, err := dial(DefaultURI)
+	c, err := dial(DefaultURI, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

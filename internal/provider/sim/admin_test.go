@@ -104,7 +104,7 @@ func TestAdminAPI(t *testing.T) {
 		t.Fatalf("orphan: %+v", vm)
 	}
 	list, err := s.ListMachines(t.Context(), &driver.ListMachinesRequest{MachineClass: mc})
-	if err != nil || list.MachineList[vm.ProviderID] != vm.MachineName {
+	if err != nil || list.MachineNames()[vm.ProviderID] != vm.MachineName {
 		t.Fatalf("ListMachines does not show the orphan: %v, %v", list, err)
 	}
 	adminCall(t, srv, "POST", "/orphans", `{"namespace":"default","className":"unseen"}`, http.StatusNotFound, &aerr)

@@ -165,6 +165,8 @@ func (c *Cloud) SetOutage(on bool) {
 
 type createParams struct {
 	namespace, machine, class string
+	// machineUID is the Machine's metadata.uid, kept on the VM.
+	machineUID string
 	spec                      *classSpec
 	raw                       json.RawMessage
 	nodeTemplate              *v1alpha1.NodeTemplate
@@ -214,6 +216,7 @@ func (c *Cloud) createLocked(p createParams) (*VM, bool, error) {
 		Image:               p.spec.image,
 		Namespace:           p.namespace,
 		MachineName:         p.machine,
+		MachineUID:          p.machineUID,
 		ClassName:           p.class,
 		NodeName:            c.nodeNameLocked(p.machine, id),
 		InternalIP:          ip,

@@ -89,7 +89,7 @@ func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineReques
 	}
 	s.cloud.mu.Lock()
 	vm, created, err := s.cloud.createLocked(createParams{
-		namespace: c.machine.Namespace, machine: c.machine.Name, class: c.class.Name,
+		namespace: c.machine.Namespace, machine: c.machine.Name, machineUID: string(c.machine.UID), class: c.class.Name,
 		spec: c.spec, raw: c.class.Spec.ProviderSpec.Raw, nodeTemplate: c.class.Spec.NodeTemplate,
 		userDataSHA: userDataHash(req.Secret), zone: c.machine.Spec.FailureDomain,
 	})
@@ -200,9 +200,11 @@ func (s *Sim) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReques
 	return &driver.DeleteMachineResponse{LastKnownState: state}, nil
 }
 
-// GetMachineStatus reports the Machine's VM: NotFound without one,
-// OutOfRange when several claim the Machine, Uninitialized before
-// InitializeMachine ran.
+// GetMachineStatus reports the Machine's VM: the one its providerID names
+// when that one claims it, else NotFound without one, OutOfRange when
+// several claim the Machine; Uninitialized before InitializeMachine ran.
+// Answering by providerID first is what lets the orphan collection ask
+// whether a Machine's VM is the one it listed.
 func (s *Sim) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
 	if req == nil {
 		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
@@ -219,6 +221,11 @@ func (s *Sim) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatus
 		return nil, v.err
 	}
 	vms := s.cloud.MachineVMs(c.machine.Namespace, c.machine.Name)
+	if id := idFromProviderID(c.machine.Spec.ProviderID); id != "" {
+		if i := slices.IndexFunc(vms, func(vm VM) bool { return vm.ID == id }); i >= 0 {
+			vms = vms[i : i+1]
+		}
+	}
 	switch {
 	case len(vms) == 0:
 		return nil, driver.Errorf(driver.NotFound, "Machine %s has no VM", c.key)
@@ -238,8 +245,8 @@ func (s *Sim) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatus
 	}, nil
 }
 
-// ListMachines lists the VMs tagged with the class: providerID -> the
-// name of the Machine each was made for.
+// ListMachines lists the VMs tagged with the class, each with the name and
+// UID of the Machine it was made for.
 func (s *Sim) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	if req == nil {
 		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
@@ -257,13 +264,13 @@ func (s *Sim) ListMachines(ctx context.Context, req *driver.ListMachinesRequest)
 		return nil, v.err
 	}
 	s.cloud.mu.RLock()
-	list := make(map[string]string, len(s.cloud.byClass[ck]))
+	list := make([]driver.ListedVM, 0, len(s.cloud.byClass[ck]))
 	for id := range s.cloud.byClass[ck] {
 		vm := s.cloud.vms[id]
-		list[vm.ProviderID] = vm.MachineName
+		list = append(list, driver.ListedVM{ProviderID: vm.ProviderID, MachineName: vm.MachineName, MachineUID: vm.MachineUID})
 	}
 	s.cloud.mu.RUnlock()
-	return &driver.ListMachinesResponse{MachineList: list}, nil
+	return &driver.ListMachinesResponse{VMs: list}, nil
 }
 
 // GetVolumeIDs returns the volume handles of the sim's CSI volumes and

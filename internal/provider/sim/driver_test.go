@@ -256,14 +256,14 @@ func TestListMachinesListsTheClassesVMs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(resp.MachineList) != fmt.Sprint(want) {
-		t.Fatalf("ListMachines(a) = %v; want %v", resp.MachineList, want)
+	if fmt.Sprint(resp.MachineNames()) != fmt.Sprint(want) {
+		t.Fatalf("ListMachines(a) = %v; want %v", resp.MachineNames(), want)
 	}
 	// A class in another namespace with the same name has its own VMs.
 	other := class("a", basicSpec)
 	other.Namespace = "other"
 	resp, err = s.ListMachines(context.Background(), &driver.ListMachinesRequest{MachineClass: other})
-	if err != nil || len(resp.MachineList) != 0 {
+	if err != nil || len(resp.MachineNames()) != 0 {
 		t.Fatalf("ListMachines(other/a) = %v, %v", resp, err)
 	}
 }
@@ -414,8 +414,8 @@ func TestManyVMsStayUnique(t *testing.T) {
 		ips[ip] = true
 	}
 	list, err := s.ListMachines(context.Background(), &driver.ListMachinesRequest{MachineClass: mc})
-	if err != nil || len(list.MachineList) != n {
-		t.Fatalf("ListMachines: %d, %v", len(list.MachineList), err)
+	if err != nil || len(list.MachineNames()) != n {
+		t.Fatalf("ListMachines: %d, %v", len(list.MachineNames()), err)
 	}
 	zones := map[string]int{}
 	for _, vm := range s.Cloud().VMs() {
@@ -485,7 +485,7 @@ func TestUpdateMachineToAnotherClassOrRefuses(t *testing.T) {
 		t.Fatalf("CreateMachine with the new class made %s", again.ProviderID)
 	}
 	list, err := s.ListMachines(context.Background(), &driver.ListMachinesRequest{MachineClass: v2})
-	if err != nil || list.MachineList[resp.ProviderID] != "m1" {
+	if err != nil || list.MachineNames()[resp.ProviderID] != "m1" {
 		t.Fatalf("ListMachines of the new class: %v, %v", list, err)
 	}
 }

@@ -67,7 +67,7 @@ func TestSnapshotRestoresTheCloud(t *testing.T) {
 		t.Fatal("a deleted VM's ID was reused after restart")
 	}
 	list, err := b.ListMachines(context.Background(), &driver.ListMachinesRequest{MachineClass: mc})
-	if err != nil || len(list.MachineList) != 3 || list.MachineList[orphan.ProviderID] != orphan.MachineName {
+	if err != nil || len(list.MachineNames()) != 3 || list.MachineNames()[orphan.ProviderID] != orphan.MachineName {
 		t.Fatalf("ListMachines after restart: %v, %v", list, err)
 	}
 	// The class was remembered: an orphan of it needs no providerSpec.

@@ -35,6 +35,10 @@ type VM struct {
 	// Namespace of the Machine and of its MachineClass.
 	Namespace   string `json:"namespace"`
 	MachineName string `json:"machineName"`
+	// MachineUID is the metadata.uid of the Machine the VM was made for
+	// (empty for an orphan made through the admin endpoint): ListMachines
+	// reports it, and the orphan collection knows the VM by it.
+	MachineUID string `json:"machineUID,omitempty"`
 	// ClassName is the MachineClass the VM was created from, or last
 	// updated to (UpdateMachine with another class: an in-place update);
 	// ListMachines lists a class's VMs by it.

@@ -68,7 +68,7 @@ func (s *suite) testConcurrentCreates(t *testing.T, info *driver.GetPluginInfoRe
 		}
 	}
 	if implements(info, driver.MethodListMachines) {
-		if vms := s.vmsOf(t, m.Name); len(vms) != 1 {
+		if vms := s.vmsOf(t, m); len(vms) != 1 {
 			t.Fatalf("after %d concurrent creates ListMachines shows %d VMs for %s: %v", n, len(vms), m.Name, vms)
 		}
 	}
@@ -153,7 +153,7 @@ func (s *suite) testDeleteRemoves(t *testing.T, info *driver.GetPluginInfoRespon
 		}
 	}
 	if implements(info, driver.MethodListMachines) {
-		if vms := s.vmsOf(t, m.Name); len(vms) != 0 {
+		if vms := s.vmsOf(t, m); len(vms) != 0 {
 			t.Fatalf("ListMachines still shows %v after delete", vms)
 		}
 	}
@@ -190,11 +190,11 @@ func (s *suite) testList(t *testing.T, info *driver.GetPluginInfoResponse) {
 		t.Fatal(err)
 	}
 	for _, m := range []*v1alpha1.Machine{a, c} {
-		if vms := s.vmsOf(t, m.Name); len(vms) != 1 || vms[0] != ids[m.Name] {
+		if vms := s.vmsOf(t, m); len(vms) != 1 || vms[0] != ids[m.Name] {
 			t.Errorf("ListMachines shows %v for %s; want exactly [%s]", vms, m.Name, ids[m.Name])
 		}
 	}
-	if vms := s.vmsOf(t, b.Name); len(vms) != 0 {
+	if vms := s.vmsOf(t, b); len(vms) != 0 {
 		t.Errorf("ListMachines shows %v for deleted %s", vms, b.Name)
 	}
 }

@@ -16,10 +16,12 @@
 // It checks the promises Millwright relies on: create is idempotent per
 // Machine (never a second VM), two Machines of one name in two namespaces
 // are two VMs with two Nodes, deleting an absent VM is OK, an unknown
-// Machine is NotFound, ListMachines agrees with create and delete,
-// unimplemented optional methods say Unimplemented, a bad providerSpec is
-// InvalidArgument with a message, and expired or cancelled contexts are
-// honoured.
+// Machine is NotFound, ListMachines agrees with create and delete and
+// reports each VM's Machine UID, unimplemented optional methods say
+// Unimplemented, a bad providerSpec is InvalidArgument with a message, and
+// expired or cancelled contexts are honoured. A driver whose providerIDs
+// embed a host's name passes RenameHost, and the suite checks that a
+// renamed host loses no VM (docs/writing-a-driver.md, "Orphan VMs").
 package drivertest
 
 import (
@@ -51,6 +53,15 @@ type Config struct {
 	InvalidClass *v1alpha1.MachineClass
 	// CallTimeout bounds every call the suite makes; default 30s.
 	CallTimeout time.Duration
+	// RenameHost, when set, changes the name of the host the driver's VMs
+	// run on, as a renamed machine or a DNS answer that moved from the
+	// fully qualified name to the short one would. The suite then checks
+	// that the driver still knows every VM: ListMachines reports it with
+	// its Machine's UID, GetMachineStatus answers the providerID
+	// ListMachines does, and DeleteMachine by the providerID recorded
+	// before the rename deletes it. Leave it nil when providerIDs name no
+	// host.
+	RenameHost func(t *testing.T)
 }
 
 // Run runs the conformance suite as subtests of t.
@@ -73,9 +84,13 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("DeleteRemovesTheVM", func(t *testing.T) { s.testDeleteRemoves(t, info) })
 	t.Run("UnknownMachineIsNotFound", func(t *testing.T) { s.testUnknownNotFound(t, info) })
 	t.Run("ListMachinesAgreesWithCreateAndDelete", func(t *testing.T) { s.testList(t, info) })
+	t.Run("ListMachinesReportsMachineUIDs", func(t *testing.T) { s.testListUIDs(t, info) })
 	t.Run("UnimplementedMethodsSaySo", func(t *testing.T) { s.testUnimplemented(t, info) })
 	t.Run("InvalidProviderSpecIsInvalidArgument", s.testInvalidSpec)
 	t.Run("ExpiredAndCancelledContextsAreHonoured", func(t *testing.T) { s.testContexts(t, info) })
+	if cfg.RenameHost != nil {
+		t.Run("RenamedHostLosesNoVM", func(t *testing.T) { s.testRenamedHost(t, info) })
+	}
 }
 
 type suite struct {
@@ -154,8 +169,8 @@ func (s *suite) status(m *v1alpha1.Machine) (*driver.GetMachineStatusResponse, e
 	return s.Driver.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
 }
 
-// vmsOf returns the providerIDs ListMachines reports for the machine name.
-func (s *suite) vmsOf(t *testing.T, name string) []string {
+// list returns what ListMachines reports for the valid class.
+func (s *suite) list(t *testing.T) []driver.ListedVM {
 	t.Helper()
 	ctx, cancel := s.ctx()
 	defer cancel()
@@ -163,10 +178,17 @@ func (s *suite) vmsOf(t *testing.T, name string) []string {
 	if err != nil {
 		t.Fatalf("ListMachines: %v", err)
 	}
+	return resp.VMs
+}
+
+// vmsOf returns the providerIDs ListMachines reports for the Machine m,
+// known by its UID.
+func (s *suite) vmsOf(t *testing.T, m *v1alpha1.Machine) []string {
+	t.Helper()
 	var ids []string
-	for id, machine := range resp.MachineList {
-		if machine == name {
-			ids = append(ids, id)
+	for _, vm := range s.list(t) {
+		if vm.MachineUID == string(m.UID) {
+			ids = append(ids, vm.ProviderID)
 		}
 	}
 	return ids

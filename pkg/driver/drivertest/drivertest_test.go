@@ -20,12 +20,22 @@ import (
 )
 
 // memDriver is the smallest correct driver: VMs in a map keyed by the
-// Machine's namespace and name. It shows the suite passes a driver that
-// keeps the contract.
+// Machine's namespace and name, on a host whose name is part of every
+// providerID. It shows the suite passes a driver that keeps the contract.
 type memDriver struct {
 	driver.UnimplementedDriver
-	mu  sync.Mutex
-	vms map[string]string // Machine key -> providerID
+	mu   sync.Mutex
+	vms  map[string]string // Machine key -> VM ID (its providerID without the host)
+	uids map[string]string // Machine key -> the Machine's UID
+	host string
+	// staleStatus makes GetMachineStatus answer the providerID the Machine
+	// recorded, not the VM's current one: after a host's rename the orphan
+	// collection would take the Machine's VM for another. A bug the suite
+	// must catch.
+	staleStatus bool
+	// noUIDs leaves the Machine UIDs out of ListMachines: a bug the suite
+	// must catch.
+	noUIDs bool
 	// breakIdempotency makes every create a new VM, the bug the suite must catch.
 	breakIdempotency bool
 	// keyByName keys VMs by Machine name alone, so Machines of one name in
@@ -66,10 +76,20 @@ func (d *memDriver) CreateMachine(ctx context.Context, req *driver.CreateMachine
 	id, ok := d.vms[d.key(req.Machine)]
 	if !ok || d.breakIdempotency {
 		sum := sha256.Sum256([]byte(d.key(req.Machine) + strings.Repeat("x", d.creates*boolInt(d.breakIdempotency))))
-		id = "mem://" + hex.EncodeToString(sum[:6])
+		id = hex.EncodeToString(sum[:6])
 		d.vms[d.key(req.Machine)] = id
+		d.uids[d.key(req.Machine)] = string(req.Machine.UID)
 	}
-	return &driver.CreateMachineResponse{ProviderID: id, NodeName: d.nodeName(req.Machine)}, nil
+	return &driver.CreateMachineResponse{ProviderID: d.providerID(id), NodeName: d.nodeName(req.Machine)}, nil
+}
+
+func (d *memDriver) providerID(id string) string { return "mem://" + d.host + "/" + id }
+
+// renameHost renames the driver's host.
+func (d *memDriver) renameHost(*testing.T) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.host = "renamed." + d.host
 }
 
 func boolInt(b bool) int {
@@ -93,17 +113,25 @@ func (d *memDriver) GetMachineStatus(_ context.Context, req *driver.GetMachineSt
 	if !ok {
 		return nil, driver.Errorf(driver.NotFound, "no VM for machine %s", d.key(req.Machine))
 	}
-	return &driver.GetMachineStatusResponse{ProviderID: id, NodeName: d.nodeName(req.Machine)}, nil
+	pid := d.providerID(id)
+	if d.staleStatus && req.Machine.Spec.ProviderID != "" {
+		pid = req.Machine.Spec.ProviderID
+	}
+	return &driver.GetMachineStatusResponse{ProviderID: pid, NodeName: d.nodeName(req.Machine)}, nil
 }
 
 func (d *memDriver) ListMachines(context.Context, *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := map[string]string{}
+	var out []driver.ListedVM
 	for key, id := range d.vms {
-		out[id] = key[strings.LastIndex(key, "/")+1:]
+		vm := driver.ListedVM{ProviderID: d.providerID(id), MachineName: key[strings.LastIndex(key, "/")+1:], MachineUID: d.uids[key]}
+		if d.noUIDs {
+			vm.MachineUID = ""
+		}
+		out = append(out, vm)
 	}
-	return &driver.ListMachinesResponse{MachineList: out}, nil
+	return &driver.ListMachinesResponse{VMs: out}, nil
 }
 
 func (d *memDriver) GetPluginInfo(context.Context, *driver.GetPluginInfoRequest) (*driver.GetPluginInfoResponse, error) {
@@ -118,19 +146,25 @@ func class(providerSpec string) *v1alpha1.MachineClass {
 	}
 }
 
-func config(d driver.Driver) drivertest.Config {
-	return drivertest.Config{Driver: d, Class: class(`{"size":"small"}`), InvalidClass: class(`{"size":""}`)}
+// newMem readies d's maps and host.
+func newMem(d *memDriver) *memDriver {
+	d.vms, d.uids, d.host = map[string]string{}, map[string]string{}, "host-1"
+	return d
+}
+
+func config(d *memDriver) drivertest.Config {
+	return drivertest.Config{Driver: d, Class: class(`{"size":"small"}`), InvalidClass: class(`{"size":""}`), RenameHost: d.renameHost}
 }
 
 func TestSuitePassesACorrectDriver(t *testing.T) {
-	drivertest.Run(t, config(&memDriver{vms: map[string]string{}}))
+	drivertest.Run(t, config(newMem(&memDriver{})))
 }
 
 // TestSuiteCatchesMachinesSharingAVM runs the suite against a driver that
 // keys VMs by Machine name alone, in a child process, and expects it to fail.
 func TestSuiteCatchesMachinesSharingAVM(t *testing.T) {
 	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
-		drivertest.Run(t, config(&memDriver{vms: map[string]string{}, keyByName: true}))
+		drivertest.Run(t, config(newMem(&memDriver{keyByName: true})))
 		return
 	}
 	out := runBroken(t, "TestSuiteCatchesMachinesSharingAVM")
@@ -156,11 +190,39 @@ func runBroken(t *testing.T, test string) string {
 // creates a new VM on every call, in a child process, and expects it to fail.
 func TestSuiteCatchesTwoVMsForOneMachine(t *testing.T) {
 	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
-		drivertest.Run(t, config(&memDriver{vms: map[string]string{}, breakIdempotency: true}))
+		drivertest.Run(t, config(newMem(&memDriver{breakIdempotency: true})))
 		return
 	}
 	out := runBroken(t, "TestSuiteCatchesTwoVMsForOneMachine")
 	if !strings.Contains(out, "two VMs for one Machine") {
 		t.Fatalf("the suite failed, but not on idempotency:\n%s", out)
+	}
+}
+
+// TestSuiteCatchesAStaleStatusAfterARename runs the suite against a driver
+// whose GetMachineStatus answers the providerID the Machine recorded before
+// its host was renamed, in a child process, and expects it to fail.
+func TestSuiteCatchesAStaleStatusAfterARename(t *testing.T) {
+	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
+		drivertest.Run(t, config(newMem(&memDriver{staleStatus: true})))
+		return
+	}
+	out := runBroken(t, "TestSuiteCatchesAStaleStatusAfterARename")
+	if !strings.Contains(out, "would take the Machine's own VM for another one") {
+		t.Fatalf("the suite failed, but not on the stale providerID:\n%s", out)
+	}
+}
+
+// TestSuiteCatchesVMsListedWithoutUIDs runs the suite against a driver
+// whose ListMachines leaves the Machine UIDs out, in a child process, and
+// expects it to fail.
+func TestSuiteCatchesVMsListedWithoutUIDs(t *testing.T) {
+	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
+		drivertest.Run(t, config(newMem(&memDriver{noUIDs: true})))
+		return
+	}
+	out := runBroken(t, "TestSuiteCatchesVMsListedWithoutUIDs")
+	if !strings.Contains(out, "ListMachines reports") {
+		t.Fatalf("the suite failed, but not on the missing UIDs:\n%s", out)
 	}
 }
