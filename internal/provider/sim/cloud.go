@@ -166,12 +166,12 @@ func (c *Cloud) SetOutage(on bool) {
 type createParams struct {
 	namespace, machine, class string
 	// machineUID is the Machine's metadata.uid, kept on the VM.
-	machineUID string
-	spec                      *classSpec
-	raw                       json.RawMessage
-	nodeTemplate              *v1alpha1.NodeTemplate
-	userDataSHA               string
-	orphan                    bool
+	machineUID   string
+	spec         *classSpec
+	raw          json.RawMessage
+	nodeTemplate *v1alpha1.NodeTemplate
+	userDataSHA  string
+	orphan       bool
 	// zone is the Machine's spec.failureDomain: the zone the VM must be
 	// placed in; "" lets the sim pick the least loaded one.
 	zone string
