@@ -55,6 +55,11 @@ type Helper struct {
 	lockStatus bool
 	own        *OwnStatus
 	owned      []string
+	// statusBehind is the version read, once a metadata write returned a
+	// status that is not the snapshot's: another writer changed the status
+	// since the read, so the status computed from it is locked on the
+	// version read, and refused (see wroteObject).
+	statusBehind string
 }
 
 // Option configures a Helper.
@@ -150,7 +155,18 @@ func (h *Helper) PatchObject(ctx context.Context, obj client.Object) error {
 // wroteObject takes out, what the API server returned for a write of
 // obj's metadata and spec: out has the server's metadata and spec, and
 // its status; obj keeps its unwritten status, the snapshot its own.
+//
+// A metadata write without a lock (labels, annotations, the spec) goes
+// through whatever changed since the read, and returns the object as it
+// is now: when its status is not the snapshot's, another writer changed
+// the status since the read (a health check's condition). A status patch
+// locked on the version returned would pass, and write back the conditions
+// of the read over theirs; under WithStatusLock it stays locked on the
+// version read instead, so it is refused and the reconcile decides again.
 func (h *Helper) wroteObject(obj, out client.Object) {
+	if h.lockStatus && h.statusBehind == "" && !unchanged(h.base, out, "Status") {
+		h.statusBehind = h.base.GetResourceVersion()
+	}
 	base := out.DeepCopyObject().(client.Object)
 	copyStatus(base, h.base)
 	h.base = base
@@ -183,6 +199,8 @@ func (h *Helper) PatchStatus(ctx context.Context, obj client.Object) error {
 	patch := map[string]any{"status": status}
 	_, conds := status["conditions"]
 	switch {
+	case h.lockStatus && h.statusBehind != "":
+		patch["metadata"] = map[string]any{"resourceVersion": h.statusBehind}
 	case h.lockStatus || h.own != nil:
 		patch["metadata"] = map[string]any{"resourceVersion": obj.GetResourceVersion()}
 	case conds && len(h.owned) > 0:
