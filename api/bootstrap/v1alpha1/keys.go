@@ -24,6 +24,10 @@ const (
 	// ReadyReasonJoined: the Machine's Node joined and its token was deleted
 	// (Ready True: the user data stays, its token no longer works).
 	ReadyReasonJoined = "Joined"
+	// ReadyReasonMachineFailed: the Machine failed before its Node joined
+	// and its token was deleted (Ready True, as after a join: the user
+	// data stays, its token no longer works).
+	ReadyReasonMachineFailed = "MachineFailed"
 	// ReadyReasonWaitingForOwner: no Machine owns the config yet; the
 	// Machine controller adopts it from its spec.bootstrap.configRef.
 	ReadyReasonWaitingForOwner = "WaitingForOwner"

@@ -15,9 +15,9 @@ import (
 )
 
 // reconcileNormal makes or keeps the Machine's bootstrap data: the
-// finalizer, the token (extended while the Machine has not joined,
-// deleted once it has) and the user-data Secret, then the contract's
-// status fields.
+// finalizer, the token (extended while the Machine may still join,
+// deleted once it has joined or failed) and the user-data Secret, then
+// the contract's status fields.
 func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	// Without a Machine owner there is no Machine to bootstrap: the Machine
 	// controller adopts the config from its spec.bootstrap.configRef.
@@ -37,6 +37,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if s.joined() {
 		return r.reconcileJoined(ctx, s)
+	}
+	if s.machineFailed() {
+		return r.reconcileMachineFailed(ctx, s)
 	}
 	// The user data carries the Machine's spec.version, rendered once: the
 	// Machine itself must be read first (the Machine watch brings the
@@ -128,5 +131,25 @@ func (r *Reconciler) reconcileJoined(ctx context.Context, s *scope) (ctrl.Result
 		status = metav1.ConditionTrue
 	}
 	s.SetReady(status, bootstrapv1.ReadyReasonJoined, "the Machine's Node joined; its bootstrap token is deleted")
+	return ctrl.Result{}, nil
+}
+
+// reconcileMachineFailed deletes the token once the owner Machine failed
+// before its Node joined: a failed Machine never joins (its failure is
+// final), yet preservation may keep it for days, and a token extended all
+// that time would be a live credential in a VM nobody watches. The user
+// data stays, as after a join.
+func (r *Reconciler) reconcileMachineFailed(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.deleteToken(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	st := &s.cfg.Status
+	st.TokenExpiration = nil
+	status := metav1.ConditionFalse
+	if st.Ready {
+		status = metav1.ConditionTrue
+	}
+	s.SetReady(status, bootstrapv1.ReadyReasonMachineFailed,
+		fmt.Sprintf("Machine %s failed (%s) before its Node joined; its bootstrap token is deleted", s.Owner.Name, s.Machine.Status.FailureReason))
 	return ctrl.Result{}, nil
 }

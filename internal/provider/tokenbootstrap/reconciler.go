@@ -51,8 +51,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// (paused), owner and deletion changes are worth a reconcile.
 		For(&bootstrapv1.TokenBootstrapConfig{}, builder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, metadataChanged()))).
-		// The owner Machine brings the nodeRef (join: delete the token) and
-		// may be paused; its other changes (phase, conditions) are not ours.
+		// The owner Machine brings the nodeRef (join: delete the token), its
+		// failure (delete the token too) and may be paused; its other
+		// changes (phase, conditions) are not ours.
 		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToConfig),
 			builder.WithPredicates(machineChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -70,7 +71,8 @@ func metadataChanged() predicate.Funcs {
 }
 
 // machineChanged passes the Machine updates this controller acts on: a
-// nodeRef appearing or going, annotations (paused), and configRef changes.
+// nodeRef appearing or going, a failure (the token is deleted), annotations
+// (paused), and configRef changes.
 func machineChanged() predicate.Funcs {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*v1alpha1.Machine)
@@ -79,6 +81,7 @@ func machineChanged() predicate.Funcs {
 			return true
 		}
 		return (o.Status.NodeRef == nil) != (n.Status.NodeRef == nil) ||
+			(o.Status.FailureReason == "") != (n.Status.FailureReason == "") ||
 			!apiequality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
 			!apiequality.Semantic.DeepEqual(o.Spec.Bootstrap.ConfigRef, n.Spec.Bootstrap.ConfigRef)
 	}}

@@ -45,3 +45,10 @@ func (r *Reconciler) newScope(ctx context.Context, cfg *bootstrapv1.TokenBootstr
 func (s *scope) joined() bool {
 	return s.cfg.Status.Joined || (s.Machine != nil && s.Machine.Status.NodeRef != nil)
 }
+
+// machineFailed reports whether the owner Machine failed (its
+// failureReason, which cannot be cleared, is set): it will never join, so
+// its token is no longer needed.
+func (s *scope) machineFailed() bool {
+	return s.Machine != nil && s.Machine.Status.FailureReason != ""
+}
