@@ -46,21 +46,26 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 		return nil, driver.Errorf(driver.FailedPrecondition, "domain %s was made for Machine %s/%s, not %s/%s: left alone",
 			name, f.meta.Namespace, f.meta.Name, req.MachineClass.Namespace, cl.byProviderID)
 	}
+	if f == nil && cl.byProviderID == "" {
+		if err := c.elsewhere(req.Machine, name); err != nil {
+			return nil, err
+		}
+	}
 	volumes := []MetaVolume{{Pool: s.Pool, Name: seedVolume(name)}, {Pool: s.Pool, Name: stateVolume(name)}, {Pool: s.Pool, Name: diskVolume(name)}}
 	console := ConsoleLog(d.opts.ConsoleDir, name)
 	if f != nil {
 		if err := d.powerOff(ctx, c, f, s.shutdownGrace); err != nil {
 			return nil, err
 		}
-		err := c.l.DomainUndefineFlags(f.dom, golibvirt.DomainUndefineManagedSave|golibvirt.DomainUndefineSnapshotsMetadata|golibvirt.DomainUndefineNvram)
-		if err != nil && !isCode(err, golibvirt.ErrNoDomain) {
-			return nil, c.errorf(err, "undefining domain %s", name)
-		}
+		// The volumes the domain's metadata names, in the pools they were
+		// made in: the class's pool may have been edited since.
 		volumes = append(f.meta.Volumes, volumes...)
 		console = f.meta.ConsoleLog
 	}
-	// After the undefinition: a deletion interrupted here finds no domain
-	// next time and deletes the volumes by name.
+	// Before the undefinition: the metadata naming each volume's pool
+	// stays until every volume is gone, so a deletion interrupted here
+	// finds them again. Without a domain (a create interrupted before it
+	// defined one) the volumes are deleted by name from the class's pool.
 	for _, v := range volumes {
 		pool, err := c.l.StoragePoolLookupByName(v.Pool)
 		if isCode(err, golibvirt.ErrNoStoragePool) {
@@ -71,6 +76,12 @@ func (d *Driver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReq
 		}
 		if err := c.deleteVolume(pool, v.Name); err != nil {
 			return nil, err
+		}
+	}
+	if f != nil {
+		err := c.l.DomainUndefineFlags(f.dom, golibvirt.DomainUndefineManagedSave|golibvirt.DomainUndefineSnapshotsMetadata|golibvirt.DomainUndefineNvram)
+		if err != nil && !isCode(err, golibvirt.ErrNoDomain) {
+			return nil, c.errorf(err, "undefining domain %s", name)
 		}
 	}
 	// The logs are on the libvirt host: removed where the driver runs there.

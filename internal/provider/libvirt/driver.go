@@ -168,7 +168,7 @@ func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1a
 	if err := checkMachine(m); err != nil {
 		return nil, err
 	}
-	c, err := d.conns.get(ctx, s.URI)
+	c, err := d.conns.get(ctx, machineURI(m, s))
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +272,9 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 		return nil, err
 	}
 	if f == nil {
+		if err := c.elsewhere(req.Machine, name); err != nil {
+			return nil, err
+		}
 		if err := d.define(ctx, c, s, req); err != nil {
 			return nil, err
 		}
@@ -291,7 +294,8 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 	if err := c.recordStart(f); err != nil {
 		return nil, err
 	}
-	return &driver.CreateMachineResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName}, nil
+	return &driver.CreateMachineResponse{ProviderID: c.providerID(name), NodeName: f.meta.NodeName,
+		LastKnownState: lastKnownState{URI: c.uri}.encode()}, nil
 }
 
 // define makes the Machine's volumes and defines its domain. Volumes come
@@ -505,6 +509,9 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 		return nil, err
 	}
 	if f == nil {
+		if err := c.elsewhere(req.Machine, name); err != nil {
+			return nil, err
+		}
 		return nil, driver.Errorf(driver.NotFound, "libvirt at %s has no domain %s for Machine %s", c.uri, name, req.Machine.Name)
 	}
 	state, reason, err := c.l.DomainGetState(f.dom, 0)
