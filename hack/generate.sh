@@ -55,7 +55,7 @@ PATH="$bin:$PATH" "$bin/buf" generate api/driver --template api/driver/buf.gen.y
 flags_out="docs/flags"
 [[ -n "$out" ]] && flags_out="$out/flags"
 mkdir -p "$flags_out"
-for cmd in millwright-manager millwright-sim millwright-libvirt; do
+for cmd in millwright-manager millwright-sim millwright-libvirt millwright-aws; do
   go run "./cmd/$cmd" --help >"$flags_out/$cmd.txt"
 done
 
