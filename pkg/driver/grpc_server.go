@@ -127,7 +127,7 @@ func (s *grpcServer) GetMachineStatus(ctx context.Context, in *driverv1.GetMachi
 			ProviderId: r.ProviderID,
 			NodeName:   r.NodeName,
 			Addresses:  addressesToWire(r.Addresses),
-			Progress:   r.Progress,
+			Progress:   text(r.Progress),
 		}
 	})
 }

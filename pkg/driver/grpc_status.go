@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"strings"
 
 	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -19,12 +20,18 @@ func toStatus(err error) error {
 	if err == nil {
 		return nil
 	}
-	code, msg := CodeOf(err), MessageOf(err)
+	code, msg := CodeOf(err), text(MessageOf(err))
 	if code == OK {
 		code, msg = Unknown, "driver failed with code OK: "+msg
 	}
 	return status.Error(grpccodes.Code(code), msg)
 }
+
+// text makes a message for people valid UTF-8, replacing what is not: a
+// driver may quote bytes that are not text (a VM's serial console), and
+// protobuf refuses to marshal a string field that is not UTF-8, which
+// would turn the call's answer into Internal.
+func text(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // fromStatus turns the error of a gRPC call into an *Error. Statuses the
 // plugin sent keep their code and message; failures of the call itself
