@@ -24,20 +24,21 @@ type ownWrites struct {
 type writtenVersions struct {
 	uid types.UID
 	// replaced are versions our writes replaced; latest is the last one
-	// we wrote, "" once the Machine is gone.
+	// we wrote.
 	replaced map[string]bool
 	latest   string
 }
 
 // record notes that a reconcile's writes replaced the versions replaced
-// (oldest first) and left the Machine at latest; gone: they removed the
-// last finalizer, and latest is no more current than the others.
-func (o *ownWrites) record(key types.NamespacedName, uid types.UID, replaced []string, latest string, gone bool) {
+// (oldest first) and left the Machine at latest. After the removal of our
+// finalizer, latest is current too: a Machine another controller's
+// finalizer holds stays at that version until the other finalizer goes,
+// and its reconcile has nothing to do (see reconcileDelete). Counting it
+// as behind requeued that Machine every ConflictRetry for as long as the
+// other finalizer stayed; its next change is an event.
+func (o *ownWrites) record(key types.NamespacedName, uid types.UID, replaced []string, latest string) {
 	if len(replaced) == 0 {
-		return // it wrote nothing (a Machine without our finalizer is "gone" too)
-	}
-	if gone {
-		replaced, latest = append(replaced, latest), ""
+		return // it wrote nothing
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

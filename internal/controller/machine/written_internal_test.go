@@ -8,12 +8,12 @@ import (
 
 // A cache that shows a version our own writes replaced is behind; one
 // that shows our last write, or a newer one of someone else, is not, and
-// ends the record. Once our write removed the last finalizer, every
-// version is behind, until the cache no longer has the Machine.
+// ends the record. The version our removal of the finalizer left is
+// current: another controller's finalizer may hold the Machine there.
 func TestOwnWrites(t *testing.T) {
 	var o ownWrites
 	k := types.NamespacedName{Namespace: "ns", Name: "m"}
-	o.record(k, "u", []string{"1", "2"}, "3", false) // an object patch, then a status patch
+	o.record(k, "u", []string{"1", "2"}, "3") // an object patch, then a status patch
 	for _, v := range []string{"1", "2"} {
 		if !o.behind(k, "u", v) {
 			t.Errorf("version %s, replaced by our writes: not behind", v)
@@ -25,29 +25,33 @@ func TestOwnWrites(t *testing.T) {
 	if o.behind(k, "u", "1") {
 		t.Error("version 1 after the cache showed our last write: behind (the record should have ended)")
 	}
-	o.record(k, "u", []string{"3"}, "4", false)
+	o.record(k, "u", []string{"3"}, "4")
 	if o.behind(k, "u", "7") || o.behind(k, "u", "3") {
 		t.Error("after someone else's write the record should have ended")
 	}
-	o.record(k, "u", nil, "9", false)
+	o.record(k, "u", nil, "9")
 	if o.behind(k, "u", "9") {
 		t.Error("a reconcile that wrote nothing left a record")
 	}
 
-	o.record(k, "u", []string{"9", "10"}, "11", true) // the finalizer's removal
-	for _, v := range []string{"9", "10", "11"} {
+	o.record(k, "u", []string{"9", "10"}, "11") // the finalizer's removal
+	for _, v := range []string{"9", "10"} {
 		if !o.behind(k, "u", v) {
-			t.Errorf("version %s of a Machine our write deleted: not behind", v)
+			t.Errorf("version %s, before the removal of our finalizer: not behind", v)
 		}
 	}
 	if o.behind(k, "other", "11") {
 		t.Error("a new Machine of the same name: behind")
 	}
-	o.record(k, "v", nil, "12", true) // another controller's finalizer holds it: we wrote nothing
+	o.record(k, "u", []string{"9", "10"}, "11")
+	if o.behind(k, "u", "11") {
+		t.Error("version 11, which removed our finalizer and which another controller's finalizer holds: behind (it would be requeued until that finalizer goes)")
+	}
+	o.record(k, "v", nil, "12") // another controller's finalizer holds it: we wrote nothing
 	if o.behind(k, "v", "12") {
 		t.Error("a Machine without our finalizer, which we did not write: behind")
 	}
-	o.record(k, "u", []string{"9"}, "10", true)
+	o.record(k, "u", []string{"9"}, "10")
 	o.forget(k)
 	if o.behind(k, "u", "9") {
 		t.Error("behind after forget")
