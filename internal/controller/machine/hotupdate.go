@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,6 +30,13 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 		return reconcile.Result{}, r.recordAppliedSpec(ctx, s, want)
 	}
 	if jsonEqual(have, want) {
+		return reconcile.Result{}, nil
+	}
+	if d.r.plugins.lacks(ctx, d.class.Spec.Provider, d.drv, driver.MethodUpdateMachine, s.now) {
+		// Nothing to try, and nothing to record on each Machine: every
+		// attempt wrote a failed Update to its status, and an Event, at
+		// each backoff, for ever. The class says it once.
+		d.r.updateNotImplemented(s, d)
 		return reconcile.Result{}, nil
 	}
 	if m.Status.LastOperation.Type == v1alpha1.OperationUpdate {
@@ -56,6 +64,24 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 	}
 	s.operation(v1alpha1.OperationUpdate, v1alpha1.OperationSucceeded, "", "applied the changed providerSpec of MachineClass "+d.class.Name+" in place")
 	return reconcile.Result{}, r.recordAppliedSpec(ctx, s, want)
+}
+
+// ReasonUpdateNotImplemented is the Event on a MachineClass changed in
+// place whose driver does not implement UpdateMachine.
+const ReasonUpdateNotImplemented = "UpdateNotImplemented"
+
+// updateNotImplemented says once per change of the class (its generation,
+// in this process) that its Machines keep the spec they were made with.
+func (r *Reconciler) updateNotImplemented(s *scope, d *driverInfra) {
+	if !r.plugins.announce(d.class.UID, d.class.Generation) {
+		return
+	}
+	msg := "the providerSpec changed, and the driver of provider " + d.class.Spec.Provider +
+		" does not implement UpdateMachine: the class's existing Machines keep the spec they were made with (new ones get the new spec); replace them (a rollout) to apply it"
+	s.log.Info("class changed in place; its driver cannot apply it", "class", d.class.Name, "provider", d.class.Spec.Provider)
+	if r.Recorder != nil {
+		r.Recorder.Eventf(d.class, nil, corev1.EventTypeWarning, ReasonUpdateNotImplemented, "Reconcile", "%s", msg)
+	}
 }
 
 func (r *Reconciler) recordAppliedSpec(ctx context.Context, s *scope, spec string) error {

@@ -2,15 +2,21 @@ package machine_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 func TestClassChangeIsAppliedInPlace(t *testing.T) {
@@ -85,4 +91,75 @@ func TestSkippedClassChangeIsOfferedAgain(t *testing.T) {
 		return strings.Contains(m.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation], "payments") &&
 			m.Status.LastOperation.Type == v1alpha1.OperationUpdate && m.Status.LastOperation.State == v1alpha1.OperationSucceeded, nil
 	})
+}
+
+// noUpdates is a driver that says it does not implement UpdateMachine,
+// and counts the calls it gets all the same.
+type noUpdates struct {
+	driver.Driver
+	calls *atomic.Int32
+}
+
+func (d noUpdates) GetPluginInfo(ctx context.Context, req *driver.GetPluginInfoRequest) (*driver.GetPluginInfoResponse, error) {
+	info, err := d.Driver.GetPluginInfo(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	info.Implements = slices.DeleteFunc(slices.Clone(info.Implements), func(m driver.Method) bool { return m == driver.MethodUpdateMachine })
+	return info, nil
+}
+
+func (d noUpdates) UpdateMachine(context.Context, *driver.UpdateMachineRequest) (*driver.UpdateMachineResponse, error) {
+	d.calls.Add(1)
+	return nil, driver.Errorf(driver.Unimplemented, "no UpdateMachine")
+}
+
+// A class changed in place whose driver does not implement UpdateMachine
+// (its GetPluginInfo says so) is said once, on the class; its Machines are
+// left alone: no call, no failed Update in their status, no Event on them
+// at every backoff.
+func TestClassChangeWithoutUpdateMachineIsSaidOnce(t *testing.T) {
+	var calls atomic.Int32
+	h := controllertest.New(t, controllertest.Options{Machine: func(r *machine.Reconciler) {
+		r.Drivers["sim"] = noUpdates{Driver: r.Drivers["sim"], calls: &calls}
+	}})
+	class := h.Class("tagged", `{"region":"local","zones":["local-a"],"tags":{"team":"infra"}}`)
+	h.Machine("m", "tagged", nil)
+	h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+
+	patch := client.MergeFrom(class.DeepCopy())
+	class.Spec.ProviderSpec = runtime.RawExtension{Raw: []byte(`{"region":"local","zones":["local-a"],"tags":{"team":"payments"}}`)}
+	if err := controllertest.Env.Client.Patch(context.Background(), class, patch); err != nil {
+		t.Fatal(err)
+	}
+	h.Eventually(30*time.Second, "the class change to be said or tried", func() (bool, error) {
+		if op := h.Get("m").Status.LastOperation; op.Type == v1alpha1.OperationUpdate {
+			return false, fmt.Errorf("the Machine recorded an update (%s: %s) its driver does not implement", op.State, op.Description)
+		}
+		if n := calls.Load(); n > 0 {
+			return false, fmt.Errorf("UpdateMachine called %d times on a driver that does not implement it", n)
+		}
+		return len(classEvents(h, "tagged", machine.ReasonUpdateNotImplemented)) > 0, nil
+	})
+	if op := h.Get("m").Status.LastOperation; op.Type == v1alpha1.OperationUpdate {
+		t.Fatalf("the Machine recorded an update (%s: %s)", op.State, op.Description)
+	}
+	if n := len(classEvents(h, "tagged", machine.ReasonUpdateNotImplemented)); n != 1 {
+		t.Fatalf("%d %s Events on the class, want 1", n, machine.ReasonUpdateNotImplemented)
+	}
+}
+
+// classEvents lists the Events with reason on the class named name.
+func classEvents(h *controllertest.Harness, name, reason string) []corev1.Event {
+	events := &corev1.EventList{}
+	if err := controllertest.Env.Client.List(context.Background(), events, client.InNamespace(h.NS)); err != nil {
+		h.T.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind == "MachineClass" && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -70,6 +70,7 @@ type Reconciler struct {
 	creates   *creates
 	written   ownWrites
 	tokenless tokenless
+	plugins   pluginInfos
 }
 
 // Reconcile moves one Machine forward and records where it stands.
