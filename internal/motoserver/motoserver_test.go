@@ -80,3 +80,28 @@ func TestProxyInjectsFaults(t *testing.T) {
 		t.Fatalf("hits %d, RunInstances calls %d; want 1 and 3", p.Hits(f), p.Calls("RunInstances"))
 	}
 }
+
+// TestProxyHonoursClientTokens checks that a RunInstances whose answer was
+// lost (carried out by moto, answered with an error) and that is made
+// again with its client token gets moto's first answer, with no second
+// instance.
+func TestProxyHonoursClientTokens(t *testing.T) {
+	s := Start(t)
+	p := NewProxy(t, s.URL)
+	p.HonourClientTokens()
+	f := p.Fail(&Fault{Action: "RunInstances", Code: "InternalError", Status: 500, Times: 1, AfterMoto: true})
+	run := url.Values{"Action": {"RunInstances"}, "ImageId": {"ami-12c6146b"}, "MinCount": {"1"}, "MaxCount": {"1"}, "ClientToken": {"tok-1"}}
+	if code, _ := ec2Call(t, p.URL, run); code != 500 || p.Hits(f) != 1 {
+		t.Fatalf("the lost answer: %d, %d hits", code, p.Hits(f))
+	}
+	run.Set("Action", "RunInstances")
+	code, first := ec2Call(t, p.URL, run)
+	run.Set("Action", "RunInstances")
+	_, again := ec2Call(t, p.URL, run)
+	if code != 200 || first != again || !strings.Contains(first, "<instanceId>i-") {
+		t.Fatalf("the repeated token: %d %s, then %s; want one answer twice", code, first, again)
+	}
+	if _, body := ec2Call(t, s.URL, url.Values{"Action": {"DescribeInstances"}}); strings.Count(body, "<instanceId>") != 1 {
+		t.Fatalf("moto has %d instances; want 1: %s", strings.Count(body, "<instanceId>"), body)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"sync"
@@ -25,6 +26,9 @@ type Proxy struct {
 	faults []*Fault
 	calls  map[string]int
 	params []url.Values // the form of every call, in order
+	// tokens, when not nil, are RunInstances' answers by client token:
+	// see HonourClientTokens.
+	tokens map[string][]byte
 }
 
 // Fault answers matching EC2 calls with an error.
@@ -41,6 +45,14 @@ type Fault struct {
 	Status int
 	// Times is how many calls it answers before it stops matching; 0: all.
 	Times int
+	// Answer, when set, is a successful answer (status 200) to give
+	// instead of an error, such as an empty DescribeInstancesResponse for a
+	// list EC2 has not caught up with yet.
+	Answer string
+	// AfterMoto passes the call on to moto first and answers the error
+	// instead of moto's answer: a call that EC2 carried out but whose
+	// answer was lost.
+	AfterMoto bool
 
 	hits int
 }
@@ -71,6 +83,15 @@ func (p *Proxy) Fail(f *Fault) *Fault {
 	defer p.mu.Unlock()
 	p.faults = append(p.faults, f)
 	return f
+}
+
+// HonourClientTokens makes the proxy do what EC2 does and moto does not:
+// a RunInstances with a client token it has answered before gets the
+// same answer again, and launches nothing.
+func (p *Proxy) HonourClientTokens() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tokens = map[string][]byte{}
 }
 
 // Clear removes every fault.
@@ -125,12 +146,54 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		form, _ := url.ParseQuery(string(body))
-		if f := p.record(form); f != nil {
+		f := p.record(form)
+		if f != nil && !f.AfterMoto {
 			writeError(w, f)
 			return
 		}
-		next.ServeHTTP(w, r)
+		token := ""
+		if form.Get("Action") == "RunInstances" {
+			token = form.Get("ClientToken")
+		}
+		rec := httptest.NewRecorder()
+		if answer := p.answered(token); answer != nil {
+			rec.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+			_, _ = rec.Write(answer)
+		} else {
+			next.ServeHTTP(rec, r)
+			if rec.Code == http.StatusOK {
+				p.remember(token, rec.Body.Bytes())
+			}
+		}
+		if f != nil { // moto's (or the token's) answer is lost
+			writeError(w, f)
+			return
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
 	})
+}
+
+// answered is the answer to an earlier RunInstances of the client token,
+// when the proxy honours tokens; nil otherwise.
+func (p *Proxy) answered(token string) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tokens == nil || token == "" {
+		return nil
+	}
+	return p.tokens[token]
+}
+
+func (p *Proxy) remember(token string, answer []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tokens != nil && token != "" {
+		p.tokens[token] = answer
+	}
 }
 
 // record counts the call and returns the fault that answers it, if any.
@@ -164,8 +227,14 @@ func (f *Fault) matches(action string, form url.Values) bool {
 	return true
 }
 
-// writeError answers as EC2 does: an XML Response with one Error.
+// writeError answers as EC2 does: an XML Response with one Error (or the
+// fault's Answer).
 func writeError(w http.ResponseWriter, f *Fault) {
+	if f.Answer != "" {
+		w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+		_, _ = io.WriteString(w, f.Answer)
+		return
+	}
 	status := f.Status
 	if status == 0 {
 		status = http.StatusBadRequest

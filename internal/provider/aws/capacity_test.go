@@ -125,6 +125,10 @@ func TestSpotFallsBackToOnDemand(t *testing.T) {
 	if ct := tagMap(inst.Tags)[TagCapacityType]; ct != CapacitySpot || inst.InstanceLifecycle != types.InstanceLifecycleTypeSpot {
 		t.Errorf("with spot capacity the instance is tagged %s, lifecycle %q; want spot", ct, inst.InstanceLifecycle)
 	}
+	st, err := d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: spot, MachineClass: c, Secret: testSecret()})
+	if err != nil || !strings.HasPrefix(st.Progress, "spot instance ") {
+		t.Errorf("GetMachineStatus of the spot instance: %v, %v; want its progress to say spot", st, err)
+	}
 	if n := len(clusterInstances(t)); n != 2 {
 		t.Errorf("moto has %d instances of the cluster; want 2", n)
 	}

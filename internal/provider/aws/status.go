@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -31,9 +32,10 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 	if needsInit(cl.spec, inst) {
 		return nil, driver.Errorf(driver.Uninitialized, "instance %s: the source/dest check is to be %t", aws.ToString(inst.InstanceId), *cl.spec.SourceDestCheck)
 	}
-	node := tagMap(inst.Tags)[TagNodeName]
+	tags := tagMap(inst.Tags)
+	node := tags[TagNodeName]
 	return &driver.GetMachineStatusResponse{ProviderID: providerIDOf(inst), NodeName: node, Addresses: addresses(inst, node),
-		Progress: "instance " + aws.ToString(inst.InstanceId) + " is " + stateOf(inst)}, nil
+		Progress: fmt.Sprintf("%s instance %s is %s in %s", tags[TagCapacityType], aws.ToString(inst.InstanceId), stateOf(inst), zoneOf(inst))}, nil
 }
 
 // find returns the Machine's one live instance: the one its providerID
