@@ -74,30 +74,44 @@ func tokenExpiry(s *scope) time.Time {
 }
 
 // cleanupBootstrapToken deletes the bootstrap token once the Node joined: it
-// is a credential, and nothing needs it any more.
+// is a credential, and nothing needs it any more. A deletion that failed
+// is tried again by the reconciles that follow, for as long as the token
+// may still be valid (until its expiry, when the API server refuses it):
+// the join happens once, and a token left behind by one failed call would
+// otherwise stay usable until it expires.
 func (r *Reconciler) cleanupBootstrapToken(ctx context.Context, s *scope) (reconcile.Result, error) {
-	if !s.joined || r.tokenless.has(s.machine.UID) {
+	if r.tokenless.has(s.machine.UID) || !s.isTrue(v1alpha1.ReadyCondition) {
 		return reconcile.Result{}, nil
+	}
+	if !s.joined && !s.now.Before(tokenExpiry(s)) {
+		return reconcile.Result{}, nil // expired: useless, and its owner (the token cleaner) deletes it
 	}
 	// Most Machines never had a token (their user data asks for none): a
 	// read first spares the API server a write that would find nothing.
-	// Where this process rendered the user data, it knows (tokenless).
+	// Where this process rendered the user data, or deleted the token, it
+	// knows (tokenless).
 	key := bootstraptoken.Key(bootstraptoken.ID(s.machine.UID))
 	secret := &corev1.Secret{}
-	if err := r.TargetAPI.Get(ctx, key, secret); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	err := r.TargetAPI.Get(ctx, key, secret)
+	if err == nil {
+		err = r.TargetAPI.Delete(ctx, secret)
 	}
-	return reconcile.Result{}, client.IgnoreNotFound(r.TargetAPI.Delete(ctx, secret))
+	if client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, err // retried with the controller's backoff
+	}
+	r.tokenless.add(s.machine.UID)
+	return reconcile.Result{}, nil
 }
 
 // tokenless remembers the Machines (by UID) whose user data this process
-// last rendered without a bootstrap token: it made none for them since
-// (only ensureBootstrapToken makes one, and it forgets the Machine
-// first), so the cleanup after the join need not read the token Secret.
-// That read was one API round trip per created Machine in a machine
-// worker, a tenth of the workers' time in a rolling update of 1000
-// Machines (docs/benchmarks-history.md). A restart forgets all: the cleanup reads
-// again, as a token made by the process before may exist.
+// last rendered without a bootstrap token, or whose token it deleted: it
+// made none for them since (only ensureBootstrapToken makes one, and it
+// forgets the Machine first), so the cleanup after the join need not read
+// the token Secret. That read was one API round trip per created Machine
+// in a machine worker, a tenth of the workers' time in a rolling update of
+// 1000 Machines (docs/benchmarks-history.md). A restart forgets all: the
+// cleanup reads again (for Machines whose token may still be valid), as a
+// token made by the process before may exist.
 type tokenless struct {
 	mu sync.Mutex
 	m  map[types.UID]struct{}

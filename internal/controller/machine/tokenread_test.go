@@ -7,9 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/bootstraptoken"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
 )
@@ -53,4 +55,40 @@ func TestNoTokenReadForUserDataWithoutOne(t *testing.T) {
 	if got := reads.n.Load(); got != 0 {
 		t.Fatalf("%d reads of a bootstrap token Secret for a Machine whose user data has no token", got)
 	}
+}
+
+// failingDeletes fails the first n deletes of a Secret, as an API server
+// that is briefly unavailable does.
+type failingDeletes struct {
+	client.Client
+	left, failed atomic.Int32
+}
+
+func (c *failingDeletes) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*corev1.Secret); ok && c.left.Add(-1) >= 0 {
+		c.failed.Add(1)
+		return apierrors.NewServiceUnavailable("the API server is briefly unavailable")
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// A bootstrap token whose deletion failed when the Node joined is deleted
+// by a later reconcile: the join happens once, and the token must not
+// live on to its expiry for one failed call.
+func TestTokenDeletionFailedAtTheJoinIsRetried(t *testing.T) {
+	deletes := &failingDeletes{}
+	deletes.left.Store(1)
+	h := controllertest.New(t, controllertest.Options{Machine: func(r *machine.Reconciler) {
+		deletes.Client = r.TargetAPI
+		r.TargetAPI = deletes
+	}})
+	h.Class("small", simSpec)
+	h.Machine("web-1", "small", nil)
+	m := h.WaitPhase("web-1", v1alpha1.PhaseRunning, 30*time.Second)
+	h.Eventually(30*time.Second, "the failed deletion of the token", func() (bool, error) { return deletes.failed.Load() == 1, nil })
+	key := bootstraptoken.Key(bootstraptoken.ID(m.UID))
+	h.Eventually(20*time.Second, "the bootstrap token to be deleted after its deletion failed at the join", func() (bool, error) {
+		err := controllertest.Env.Client.Get(context.Background(), key, &corev1.Secret{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
 }
