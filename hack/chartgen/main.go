@@ -7,7 +7,9 @@
 //   - templates/rbac-roles.yaml: the roles of config/rbac/role.yaml (which
 //     controller-gen writes from the +kubebuilder:rbac markers), with the
 //     same rules, the chart's labels, and the release's namespace instead
-//     of config/'s millwright-system.
+//     of config/'s millwright-system; some rules are carved out into roles
+//     of their own (see carves) that the chart binds only in the modes
+//     needing them (docs/security.md).
 //
 // Usage: chartgen -crds config/crd/bases -rbac config/rbac/role.yaml -chart charts/millwright
 package main
@@ -19,8 +21,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -104,45 +109,184 @@ func copyCRDs(src, dst string) error {
 // docSeparator splits a YAML stream into its documents.
 var docSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 
+// sourceAnnotation names, on every generated role, the role of
+// config/rbac/role.yaml its rules come from: test/helm checks that the
+// roles carved out of one source grant together exactly what it grants.
+const sourceAnnotation = "millwright.dev/rbac-source"
+
+// A carve moves the rules on a core resource (all their verbs, or only
+// some) out of a generated role into a role of its own, which the chart
+// binds only where and when it is needed (docs/security.md): the secrets
+// rules of the ClusterRoles, bound cluster-wide or only in
+// manager.watchNamespace; the verbs only the token bootstrap provider uses,
+// bound only with manager.tokenBootstrapProvider.
+type carve struct {
+	// from and to are "Kind name"; to has from's kind and namespace.
+	from, to string
+	// resource is a resource of the core group.
+	resource string
+	// verbs are the verbs moved; none: every verb.
+	verbs []string
+}
+
+// carves are applied in order; each must find what it moves, so a marker
+// change that makes one stale fails `make generate` instead of silently
+// granting more.
+var carves = []carve{
+	// TokenBootstrapConfigs' user-data Secrets, in the config's namespace.
+	{from: "ClusterRole millwright-manager", to: "ClusterRole millwright-token-bootstrap-secrets", resource: "secrets", verbs: []string{"create"}},
+	// Class Secrets, bootstrap data Secrets, a bootstrap token read back.
+	{from: "ClusterRole millwright-manager", to: "ClusterRole millwright-manager-secrets", resource: "secrets"},
+	// The sim's SimMachine controller reads bootstrap data Secrets.
+	{from: "ClusterRole millwright-sim", to: "ClusterRole millwright-sim-secrets", resource: "secrets"},
+	// A TokenBootstrapConfig's token gets a later expiration.
+	{from: "Role millwright-manager-bootstrap-tokens", to: "Role millwright-token-bootstrap-tokens", resource: "secrets", verbs: []string{"patch"}},
+}
+
+// role is one generated ClusterRole or Role.
+type role struct {
+	kind, name, namespace, source string
+	rules                         []rbacv1.PolicyRule
+}
+
+func (r *role) key() string { return r.kind + " " + r.name }
+
 // rolesTemplate turns the YAML stream of roles into the chart's template.
-func rolesTemplate(roles []byte, source string) ([]byte, error) {
-	var out bytes.Buffer
-	fmt.Fprintf(&out, header, source)
-	n := 0
-	for _, doc := range docSeparator.Split(string(roles), -1) {
+func rolesTemplate(data []byte, source string) ([]byte, error) {
+	var roles []*role
+	for _, doc := range docSeparator.Split(string(data), -1) {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
-		var obj map[string]any
+		var obj struct {
+			Kind     string              `json:"kind"`
+			Metadata metav1.ObjectMeta   `json:"metadata"`
+			Rules    []rbacv1.PolicyRule `json:"rules"`
+		}
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			return nil, err
 		}
-		kind, _ := obj["kind"].(string)
-		if kind != "ClusterRole" && kind != "Role" {
-			return nil, fmt.Errorf("a %s among the roles", kind)
+		if obj.Kind != "ClusterRole" && obj.Kind != "Role" {
+			return nil, fmt.Errorf("a %s among the roles", obj.Kind)
 		}
-		meta, _ := obj["metadata"].(map[string]any)
-		if meta == nil {
-			return nil, fmt.Errorf("a %s without metadata", kind)
+		if obj.Metadata.Name == "" {
+			return nil, fmt.Errorf("a %s without a name", obj.Kind)
 		}
-		if meta["namespace"] == installNamespace {
-			meta["namespace"] = namespacePlaceholder
+		r := &role{kind: obj.Kind, name: obj.Metadata.Name, namespace: obj.Metadata.Namespace, rules: obj.Rules}
+		r.source = r.key()
+		roles = append(roles, r)
+	}
+	if len(roles) == 0 {
+		return nil, fmt.Errorf("no roles")
+	}
+	for _, c := range carves {
+		var err error
+		if roles, err = apply(roles, c); err != nil {
+			return nil, err
 		}
-		meta["labels"] = map[string]any{labelsPlaceholder: ""}
-		y, err := yaml.Marshal(obj)
+	}
+
+	var out bytes.Buffer
+	fmt.Fprintf(&out, header, source)
+	for i, r := range roles {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		s, err := r.template()
 		if err != nil {
 			return nil, err
 		}
-		s := strings.Replace(string(y), namespacePlaceholder, "{{ .Release.Namespace }}", 1)
-		s = strings.Replace(s, labelsPlaceholder+`: ""`, `{{- include "millwright.labels" . | nindent 4 }}`, 1)
-		if n > 0 {
-			out.WriteString("---\n")
-		}
 		out.WriteString(s)
-		n++
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("no roles")
 	}
 	return out.Bytes(), nil
+}
+
+// apply carves c out of roles.
+func apply(roles []*role, c carve) ([]*role, error) {
+	i := slices.IndexFunc(roles, func(r *role) bool { return r.key() == c.from })
+	if i < 0 {
+		return nil, fmt.Errorf("carving %s out of %s: no such role", c.to, c.from)
+	}
+	from := roles[i]
+	kind, name, _ := strings.Cut(c.to, " ")
+	if kind != from.kind {
+		return nil, fmt.Errorf("carving %s out of %s: not the same kind", c.to, c.from)
+	}
+	to := &role{kind: kind, name: name, namespace: from.namespace, source: from.source}
+	var kept []rbacv1.PolicyRule
+	for _, rule := range from.rules {
+		if !slices.Equal(rule.APIGroups, []string{""}) || !slices.Contains(rule.Resources, c.resource) {
+			kept = append(kept, rule)
+			continue
+		}
+		// The carved resource alone, with the verbs moved; what is left of
+		// the rule stays.
+		moved := rule.DeepCopy()
+		moved.Resources = []string{c.resource}
+		if c.verbs != nil {
+			moved.Verbs = nil
+			for _, v := range c.verbs {
+				if slices.Contains(rule.Verbs, v) {
+					moved.Verbs = append(moved.Verbs, v)
+				}
+			}
+		}
+		if len(moved.Verbs) > 0 {
+			to.rules = append(to.rules, *moved)
+		}
+		if others := slices.DeleteFunc(slices.Clone(rule.Resources), func(r string) bool { return r == c.resource }); len(others) > 0 {
+			rest := rule.DeepCopy()
+			rest.Resources = others
+			kept = append(kept, *rest)
+		}
+		if c.verbs != nil {
+			rest := rule.DeepCopy()
+			rest.Resources = []string{c.resource}
+			rest.Verbs = slices.DeleteFunc(slices.Clone(rule.Verbs), func(v string) bool { return slices.Contains(c.verbs, v) })
+			if len(rest.Verbs) > 0 {
+				kept = append(kept, *rest)
+			}
+		}
+	}
+	var found []string
+	for _, rule := range to.rules {
+		found = append(found, rule.Verbs...)
+	}
+	if len(to.rules) == 0 || (c.verbs != nil && len(found) != len(c.verbs)) {
+		return nil, fmt.Errorf("carving %s out of %s: %s %v not found (the RBAC markers changed: update hack/chartgen's carves and docs/security.md)", c.to, c.from, c.resource, c.verbs)
+	}
+	from.rules = kept
+	if len(from.rules) == 0 {
+		return nil, fmt.Errorf("carving %s out of %s leaves it empty", c.to, c.from)
+	}
+	return slices.Insert(roles, i+1, to), nil
+}
+
+// template writes r as a chart template: the chart's labels, the source
+// annotation, and the release's namespace instead of config/'s
+// millwright-system.
+func (r *role) template() (string, error) {
+	meta := map[string]any{
+		"name":        r.name,
+		"labels":      map[string]any{labelsPlaceholder: ""},
+		"annotations": map[string]any{sourceAnnotation: r.source},
+	}
+	switch r.namespace {
+	case "":
+	case installNamespace:
+		meta["namespace"] = namespacePlaceholder
+	default:
+		meta["namespace"] = r.namespace
+	}
+	y, err := yaml.Marshal(map[string]any{
+		"apiVersion": rbacv1.SchemeGroupVersion.String(),
+		"kind":       r.kind,
+		"metadata":   meta,
+		"rules":      r.rules,
+	})
+	if err != nil {
+		return "", err
+	}
+	s := strings.Replace(string(y), namespacePlaceholder, "{{ .Release.Namespace }}", 1)
+	return strings.Replace(s, labelsPlaceholder+`: ""`, `{{- include "millwright.labels" . | nindent 4 }}`, 1), nil
 }

@@ -291,8 +291,10 @@ func TestServiceAccountIsAuthorized(t *testing.T) {
 	}
 }
 
-// applyRBAC applies, for real, the Namespace of config/manager and all of
-// config/rbac (server-side apply: running it twice changes nothing).
+// applyRBAC applies, for real, the Namespace of config/manager, all of
+// config/rbac, and the binding of the sim's ClusterRole that
+// config/manager keeps beside the sim sidecar (server-side apply: running
+// it twice changes nothing).
 func applyRBAC(ctx context.Context, t *testing.T) {
 	t.Helper()
 	_, manager := render(t, "manager")
@@ -300,8 +302,12 @@ func applyRBAC(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	simYAML, err := testenv.FindObject(t, manager, "ClusterRoleBinding", "millwright-sim").MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
 	rbacYAML, _ := render(t, "rbac")
-	for _, doc := range [][]byte{nsYAML, rbacYAML} {
+	for _, doc := range [][]byte{nsYAML, rbacYAML, simYAML} {
 		if out, stderr, err := runKubectl(ctx, doc, "apply", "--server-side", "-f", "-"); err != nil {
 			t.Fatalf("applying config/rbac: %v\n%s%s", err, out, stderr)
 		}

@@ -28,6 +28,23 @@ func checkAccess(ctx context.Context, t *testing.T, ns string, values map[string
 		{sa: manager, namespace: ns, resource: "secrets", verb: "list", want: false},
 		{sa: manager, group: "machine.millwright.dev", resource: "machines", verb: "create", namespace: "tenant", want: true},
 	}
+	// Secrets are read in every namespace, or with watchNamespace only
+	// there and in kube-system (a bootstrap token read back); created
+	// outside kube-system only by the token bootstrap provider.
+	provider := value(values, "manager.tokenBootstrapProvider") == true
+	if w, _ := value(values, "manager.watchNamespace").(string); w != "" {
+		reqs = append(reqs,
+			req{sa: manager, namespace: w, resource: "secrets", verb: "get", want: true},
+			req{sa: manager, namespace: "kube-system", resource: "secrets", verb: "get", want: true},
+			req{sa: manager, namespace: "tenant", resource: "secrets", verb: "get", want: false},
+			req{sa: manager, namespace: w, resource: "secrets", verb: "create", want: provider},
+			req{sa: manager, namespace: "tenant", resource: "secrets", verb: "create", want: false})
+	} else {
+		reqs = append(reqs,
+			req{sa: manager, namespace: "tenant", resource: "secrets", verb: "get", want: true},
+			req{sa: manager, namespace: "tenant", resource: "secrets", verb: "create", want: provider})
+	}
+	reqs = append(reqs, req{sa: manager, namespace: "kube-system", resource: "secrets", verb: "patch", want: provider})
 	// The sim's ClusterRole lets it create Nodes; the manager's does not.
 	switch value(values, "driver.mode") {
 	case "sidecar":

@@ -64,7 +64,7 @@ func TestChartInstalls(t *testing.T) {
 			}
 			r := render(t, ns, c.values)
 			checkWiring(t, ns, c.values, r)
-			apply(t, ns, r)
+			apply(t, ns, c.values, r)
 			checkAccess(context.Background(), t, ns, c.values)
 		})
 	}
@@ -74,7 +74,7 @@ func TestChartInstalls(t *testing.T) {
 // --create-namespace` would, with the restricted Pod Security level) and
 // applies every object server-side: the CRDs first, waiting until they
 // are served, as Helm does.
-func apply(t *testing.T, ns string, r rendered) {
+func apply(t *testing.T, ns string, values map[string]any, r rendered) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -84,6 +84,12 @@ func apply(t *testing.T, ns string, r rendered) {
 	}}}
 	if err := env.Client.Create(ctx, namespace); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
+	}
+	// The watched namespace, holding the Machines, exists before the chart.
+	if w, _ := value(values, "manager.watchNamespace").(string); w != "" {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
 	}
 	crds := r.crds
 	if slices.ContainsFunc(r.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "ServiceMonitor" }) {

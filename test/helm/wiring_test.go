@@ -2,6 +2,7 @@ package helm_test
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -96,15 +97,33 @@ func checkWiring(t *testing.T, ns string, values map[string]any, r rendered) {
 	hasBinding := slices.ContainsFunc(objs, func(u *unstructured.Unstructured) bool {
 		return u.GetName() == "millwright-driver" && u.GetKind() == "ClusterRoleBinding"
 	})
-	if driverSA == "" && hasBinding {
-		t.Error("a driver ClusterRoleBinding without a driver")
+	// driver.clusterRole auto: the sim's ClusterRole for the sim, none for
+	// another driver.
+	wantRole := fmt.Sprint(value(values, "driver.clusterRole"))
+	if wantRole == "auto" {
+		wantRole = ""
+		if cmd, _ := value(values, "driver.command").([]any); len(cmd) > 0 && path.Base(fmt.Sprint(cmd[0])) == "millwright-sim" {
+			wantRole = "millwright-sim"
+		}
 	}
-	if driverSA != "" {
+	if (driverSA == "" || wantRole == "") && hasBinding {
+		t.Error("a driver ClusterRoleBinding without a driver or a role for it")
+	}
+	if driverSA != "" && wantRole != "" {
 		b := &rbacv1.ClusterRoleBinding{}
 		testenv.FromUnstructured(t, testenv.FindObject(t, objs, "ClusterRoleBinding", "millwright-driver"), b)
 		want := rbacv1.Subject{Kind: "ServiceAccount", Name: driverSA, Namespace: ns}
-		if b.RoleRef.Name != value(values, "driver.clusterRole") || !slices.Equal(b.Subjects, []rbacv1.Subject{want}) {
-			t.Errorf("the driver's binding gives %s to %+v, want %v to %+v", b.RoleRef.Name, b.Subjects, value(values, "driver.clusterRole"), want)
+		if b.RoleRef.Name != wantRole || !slices.Equal(b.Subjects, []rbacv1.Subject{want}) {
+			t.Errorf("the driver's binding gives %s to %+v, want %v to %+v", b.RoleRef.Name, b.Subjects, wantRole, want)
+		}
+	}
+	// A separate driver with no role gets no API token either.
+	if mode == "deployment" {
+		dd := &appsv1.Deployment{}
+		testenv.FromUnstructured(t, testenv.FindObject(t, objs, "Deployment", "millwright-driver"), dd)
+		mounts := dd.Spec.Template.Spec.AutomountServiceAccountToken == nil || *dd.Spec.Template.Spec.AutomountServiceAccountToken
+		if mounts != (wantRole != "") {
+			t.Errorf("the driver Deployment mounts an API token: %v, its ClusterRole is %q", mounts, wantRole)
 		}
 	}
 

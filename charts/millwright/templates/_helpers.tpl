@@ -102,3 +102,60 @@ securityContext:
 resources:
   {{- toYaml .Values.driver.resources | nindent 2 }}
 {{- end -}}
+
+{{/*
+The ClusterRole bound to the driver's identity: driver.clusterRole, where
+auto means millwright-sim when the driver is the sim and none otherwise;
+none at all with driver.mode none.
+*/}}
+{{- define "millwright.driverClusterRole" -}}
+{{- if ne .Values.driver.mode "none" -}}
+{{- if eq (toString .Values.driver.clusterRole) "auto" -}}
+{{- if eq (base (first .Values.driver.command)) "millwright-sim" -}}
+millwright-sim
+{{- end -}}
+{{- else -}}
+{{ .Values.driver.clusterRole }}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The driver's ServiceAccount: its own in a Deployment, the manager's pod's
+as a sidecar.
+*/}}
+{{- define "millwright.driverServiceAccount" -}}
+{{ if eq .Values.driver.mode "deployment" }}millwright-driver{{ else }}millwright-manager{{ end }}
+{{- end -}}
+
+{{/*
+Binds a ClusterRole on Secrets to a ServiceAccount: in every namespace
+(a ClusterRoleBinding), or with manager.watchNamespace only there (a
+RoleBinding referring to the ClusterRole grants its rules in the
+RoleBinding's namespace alone). Takes a dict: root, name, role,
+serviceAccount.
+*/}}
+{{- define "millwright.secretsBinding" -}}
+{{- $root := .root -}}
+apiVersion: rbac.authorization.k8s.io/v1
+{{- if $root.Values.manager.watchNamespace }}
+kind: RoleBinding
+{{- else }}
+kind: ClusterRoleBinding
+{{- end }}
+metadata:
+  name: {{ .name }}
+  {{- with $root.Values.manager.watchNamespace }}
+  namespace: {{ . }}
+  {{- end }}
+  labels:
+    {{- include "millwright.labels" $root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ .role }}
+subjects:
+- kind: ServiceAccount
+  name: {{ .serviceAccount }}
+  namespace: {{ $root.Release.Namespace }}
+{{- end -}}
