@@ -29,6 +29,8 @@ type Proxy struct {
 	// tokens, when not nil, are RunInstances' answers by client token:
 	// see HonourClientTokens.
 	tokens map[string][]byte
+	// before are hooks run before a call of their action is answered.
+	before map[string]func()
 }
 
 // Fault answers matching EC2 calls with an error.
@@ -94,6 +96,17 @@ func (p *Proxy) HonourClientTokens() {
 	p.tokens = map[string][]byte{}
 }
 
+// Before runs f before each call of action is answered (outside the
+// proxy's lock, so f may wait for other calls).
+func (p *Proxy) Before(action string, f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.before == nil {
+		p.before = map[string]func(){}
+	}
+	p.before[action] = f
+}
+
 // Clear removes every fault.
 func (p *Proxy) Clear() {
 	p.mu.Lock()
@@ -146,6 +159,12 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		form, _ := url.ParseQuery(string(body))
+		p.mu.Lock()
+		hook := p.before[form.Get("Action")]
+		p.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 		f := p.record(form)
 		if f != nil && !f.AfterMoto {
 			writeError(w, f)

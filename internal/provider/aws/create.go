@@ -56,8 +56,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 	if err != nil {
 		return nil, err
 	}
-	d.naming.Lock()
-	defer d.naming.Unlock()
+	defer d.names.lock(m.Name)()
 	node, err := d.nodeName(ctx, cl.ec2, m)
 	if err != nil {
 		return nil, err

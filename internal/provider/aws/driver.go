@@ -75,8 +75,10 @@ type Driver struct {
 	opts    Options
 	clients clients
 	locks   keyedLocks
-	// naming serializes the choice of Node names between creates.
-	naming sync.Mutex
+	// names serializes the creates of Machines of one name (in several
+	// namespaces), so two do not pick one Node name; creates of other
+	// names run side by side.
+	names keyedLocks
 	// subnetZones caches the zone of each subnet (region/subnet → zone):
 	// a subnet never moves.
 	subnetZones sync.Map

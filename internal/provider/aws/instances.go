@@ -144,7 +144,8 @@ func addresses(i *types.Instance, nodeName string) []v1alpha1.MachineAddress {
 // name, unless a live instance of another Machine (one of the same name
 // in another namespace) has it; then the name gets a suffix from the
 // Machine's UID, as the libvirt driver does. Node names are
-// cluster-wide, Machine names per namespace. The caller holds d.naming.
+// cluster-wide, Machine names per namespace. The caller holds the lock
+// of the Machine's name (d.names).
 func (d *Driver) nodeName(ctx context.Context, c *ec2.Client, m *v1alpha1.Machine) (string, error) {
 	insts, err := d.describe(ctx, c, tagFilter(ClusterTag(d.opts.ClusterName), clusterTagValue),
 		tagFilter(TagNodeName, m.Name), filter("instance-state-name", liveStates...))

@@ -1,7 +1,10 @@
 package aws
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/millwright-dev/millwright/internal/motoserver"
 	"github.com/millwright-dev/millwright/pkg/driver"
@@ -77,4 +80,44 @@ func TestLostLaunchAnswerMakesOneInstance(t *testing.T) {
 		p.Clear()
 		one(t, "lost-lagging", resp.ProviderID)
 	})
+}
+
+// TestCreatesOfTwoMachinesOverlap holds each RunInstances at the proxy
+// until two are in flight: creates of two Machines (of other names) must
+// launch side by side, or the first waits for ever and the test fails at
+// its bound. Only Machines of one name wait for each other (Node names).
+func TestCreatesOfTwoMachinesOverlap(t *testing.T) {
+	p := motoserver.NewProxy(t, moto.URL)
+	arrived := make(chan struct{}, 2)
+	both := make(chan struct{})
+	var once sync.Once
+	var alone atomic.Int32 // launches that waited in vain for the other
+	p.Before("RunInstances", func() {
+		arrived <- struct{}{}
+		if len(arrived) == 2 {
+			once.Do(func() { close(both) })
+		}
+		select {
+		case <-both:
+		case <-time.After(20 * time.Second):
+			alone.Add(1)
+		}
+	})
+	d := newDriver(t, p.URL)
+	c := class("overlap", validSpec)
+	errs := make(chan error, 2)
+	for _, name := range []string{"overlap-a", "overlap-b"} {
+		go func() {
+			_, err := d.CreateMachine(ctxT(t), &driver.CreateMachineRequest{Machine: machine(name), MachineClass: c, Secret: testSecret()})
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if alone.Load() != 0 {
+		t.Fatal("the two launches never were in flight together: creates of two Machines are serialized")
+	}
 }
