@@ -58,6 +58,11 @@ func serve(t *testing.T, ec2Endpoint string) (*driver.Client, string) {
 			t.Errorf("Run: %v", err)
 		}
 	})
+	// Run listens in its goroutine: the health server answers once it has.
+	testenv.Eventually(t, 30*time.Second, "/healthz to answer", func() (bool, error) {
+		code, _, err := testenv.HTTPGet("http://" + o.HealthAddress + "/healthz")
+		return code == 200, err
+	})
 	c, err := driver.Dial(o.Endpoint)
 	if err != nil {
 		t.Fatal(err)
