@@ -55,7 +55,13 @@ func (o *Options) connectDrivers(ctx context.Context, log logr.Logger, target cl
 		}
 		// The controller bounds each call by --driver-call-timeout; the
 		// client's own bound (a minute by default) must not cut it shorter.
-		c, err := driver.Dial(spec.Endpoint, driver.WithCallTimeout(o.Machine.DriverCallTimeout))
+		opts := []driver.DialOption{driver.WithCallTimeout(o.Machine.DriverCallTimeout)}
+		if !strings.HasPrefix(spec.Endpoint, "unix://") {
+			// Over the network the driver and the manager prove who they
+			// are (docs/security.md); a unix socket's permissions do that.
+			opts = append(opts, driver.WithTLS(o.DriverTLS))
+		}
+		c, err := driver.Dial(spec.Endpoint, opts...)
 		if err != nil {
 			ds.Close()
 			return nil, fmt.Errorf("driver %q: %w", spec.Name, err)
@@ -72,6 +78,7 @@ func (o *Options) connectDrivers(ctx context.Context, log logr.Logger, target cl
 			return nil, err
 		}
 		log.Info("driver connected", "driver", spec.Name, "endpoint", spec.Endpoint,
+			"mutualTLS", !strings.HasPrefix(spec.Endpoint, "unix://") && !o.DriverTLS.IsZero(),
 			"pluginName", info.Name, "version", info.Version, "implements", info.Implements)
 		if info.Name != spec.Name {
 			// Classes select the driver by the flag's name; a different

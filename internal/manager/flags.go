@@ -55,6 +55,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&driverFlag{specs: &o.Drivers}, "driver", "a driver as NAME=ENDPOINT: NAME is the MachineClass spec.provider, ENDPOINT unix:///path.sock, tcp://host:port or "+InProcessSim+" (the simulated cloud in this process, builtin Nodes); repeatable")
 	fs.DurationVar(&o.DriverStartupTimeout, "driver-startup-timeout", o.DriverStartupTimeout, "at start-up, wait this long for every driver to answer GetPluginInfo")
 	fs.DurationVar(&o.DriverProbeTimeout, "driver-probe-timeout", o.DriverProbeTimeout, "bound of the GetPluginInfo call of each /readyz check")
+	fs.StringVar(&o.DriverTLS.CA, "driver-tls-ca", o.DriverTLS.CA, "mutual TLS with every driver reached over tcp://: accept only a driver whose certificate chains to this PEM CA bundle and names the endpoint's host (with --driver-tls-cert and --driver-tls-key; unix sockets stay plaintext)")
+	fs.StringVar(&o.DriverTLS.Cert, "driver-tls-cert", o.DriverTLS.Cert, "mutual TLS: the PEM client certificate the manager presents to drivers over tcp://")
+	fs.StringVar(&o.DriverTLS.Key, "driver-tls-key", o.DriverTLS.Key, "mutual TLS: the private key of --driver-tls-cert")
 
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, `address of /metrics; "0" turns it off`)
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, `address of /healthz and /readyz; "0" turns them off`)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // InProcessSim is the --driver endpoint that runs the simulated cloud inside
@@ -53,6 +54,10 @@ type Options struct {
 	DriverStartupTimeout time.Duration
 	// DriverProbeTimeout bounds the GetPluginInfo of a readiness probe.
 	DriverProbeTimeout time.Duration
+	// DriverTLS, when set, is the manager's side of mutual TLS with every
+	// driver reached over TCP (--driver-tls-ca, --driver-tls-cert,
+	// --driver-tls-key); drivers on unix sockets stay plaintext.
+	DriverTLS driver.TLSFiles
 
 	// MetricsBindAddress serves /metrics ("0": off).
 	MetricsBindAddress string

@@ -121,6 +121,13 @@ func (o *Options) validateDrivers(v *validator) {
 			}
 		}
 	}
+	// Half a TLS setting is refused rather than dialling plaintext.
+	t := o.DriverTLS
+	if !t.IsZero() {
+		v.check(t.CA != "", "driver-tls-ca", "required with --driver-tls-cert and --driver-tls-key: the manager must check who the driver is")
+		v.check(t.Cert != "", "driver-tls-cert", "required with --driver-tls-ca: the driver refuses a manager without a certificate")
+		v.check(t.Key != "", "driver-tls-key", "required with --driver-tls-cert")
+	}
 }
 
 func (o *Options) validateLeaderElection(v *validator) {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/millwright-dev/millwright/internal/cli"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // parse parses args onto fresh defaults, as the command does.
@@ -35,6 +36,7 @@ func TestFlagsMapOntoOptions(t *testing.T) {
 		"--leader-elect", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s",
 		"--leader-elect-id=mw", "--pprof-bind-address=127.0.0.1:6060", "--memory-limit=100Mi",
 		"--token-bootstrap-provider=false", "--token-bootstrap-api-server=https://api.example:6443",
+		"--driver-tls-ca=/tls/ca.crt", "--driver-tls-cert=/tls/tls.crt", "--driver-tls-key=/tls/tls.key",
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +52,7 @@ func TestFlagsMapOntoOptions(t *testing.T) {
 		{"kubeconfig", o.Kubeconfig, "/k"},
 		{"target", o.TargetKubeconfig, "/t"},
 		{"namespace", o.Namespace, "team-a"},
+		{"driver TLS", o.DriverTLS, driver.TLSFiles{CA: "/tls/ca.crt", Cert: "/tls/tls.crt", Key: "/tls/tls.key"}},
 		{"workers", o.Workers, Workers{Machine: 3, MachineSet: 4, MachineDeployment: 6}},
 		{"creation", m.CreationTimeout, 7 * time.Minute},
 		{"health", m.HealthTimeout, 3 * time.Minute},
@@ -140,6 +143,10 @@ func TestValidationErrors(t *testing.T) {
 			[]string{`--driver: sim: endpoint "http://localhost:80": want unix:///absolute/path.sock or tcp://host:port (or in-process:sim)`}},
 		{"driver port zero", []string{"--driver=sim=tcp://127.0.0.1:0"},
 			[]string{`port "0" is not a number from 1 to 65535`}},
+		{"driver TLS without a CA", []string{"--driver-tls-cert=/c.pem", "--driver-tls-key=/k.pem"},
+			[]string{"--driver-tls-ca: required with --driver-tls-cert and --driver-tls-key"}},
+		{"driver TLS without a certificate", []string{"--driver-tls-ca=/ca.pem"},
+			[]string{"--driver-tls-cert: required with --driver-tls-ca", "--driver-tls-key: required"}},
 		{"namespace", []string{"--namespace=Team_A"}, []string{`--namespace: "Team_A" is not a valid name`}},
 		{"lease name", []string{"--leader-elect-id=Bad Name"}, []string{`--leader-elect-id: "Bad Name" is not a valid Lease name`}},
 		{"metrics address", []string{"--metrics-bind-address=8080"}, []string{`--metrics-bind-address: "8080" is not host:port`}},

@@ -44,6 +44,7 @@ type DialOption func(*dialOptions)
 type dialOptions struct {
 	callTimeout time.Duration
 	readyWait   time.Duration
+	tls         *TLSFiles
 	grpc        []grpc.DialOption
 }
 
@@ -64,7 +65,8 @@ func WithReadyWait(d time.Duration) DialOption {
 
 // WithGRPCDialOptions adds gRPC dial options, applied after the client's
 // own: for example transport credentials for a plugin reached over TCP
-// (the default is plaintext, meant for a unix socket shared with a sidecar).
+// (the default is plaintext, meant for a unix socket shared with a sidecar;
+// WithTLS is mutual TLS from PEM files).
 func WithGRPCDialOptions(opts ...grpc.DialOption) DialOption {
 	return func(o *dialOptions) { o.grpc = append(o.grpc, opts...) }
 }
@@ -88,8 +90,14 @@ func Dial(endpoint string, opts ...DialOption) (*Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
+	if o.tls != nil && !o.tls.IsZero() {
+		if creds, err = clientCredentials(*o.tls); err != nil {
+			return nil, fmt.Errorf("driver endpoint %q: %w", endpoint, err)
+		}
+	}
 	grpcOpts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		creds,
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessageSize), grpc.MaxCallSendMsgSize(maxMessageSize)),
 		// gRPC's default backoff grows to two minutes between reconnection
 		// attempts: after a long outage a restarted plugin would sit unused

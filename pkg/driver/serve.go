@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc"
 )
 
 // EndpointEnv names the environment variable Serve reads the endpoint from
@@ -33,7 +35,9 @@ const stopGracePeriod = 10 * time.Second
 //	}
 //
 // The endpoint comes from the --endpoint flag, or else from the
-// MILLWRIGHT_DRIVER_ENDPOINT environment variable (see Dial for its forms).
+// MILLWRIGHT_DRIVER_ENDPOINT environment variable (see Dial for its forms);
+// --tls-cert, --tls-key and --tls-client-ca (or TLSCertEnv, TLSKeyEnv and
+// TLSClientCAEnv) serve mutual TLS (WithServerTLS).
 // Serve defines --endpoint on flag.CommandLine and parses the command line
 // unless the program already did, so a provider may define flags of its own
 // before calling it. A program that parses its flags some other way calls
@@ -42,8 +46,24 @@ func Serve(d Driver) error {
 	if flag.Lookup("endpoint") == nil {
 		flag.String("endpoint", "", "where to serve the driver: unix:///path.sock, tcp://host:port or host:port (default $"+EndpointEnv+")")
 	}
+	for _, f := range []struct{ name, env, usage string }{
+		{"tls-cert", TLSCertEnv, "serve mutual TLS with this PEM certificate"},
+		{"tls-key", TLSKeyEnv, "the private key of --tls-cert"},
+		{"tls-client-ca", TLSClientCAEnv, "serve mutual TLS: refuse every client without a certificate from this PEM CA bundle"},
+	} {
+		if flag.Lookup(f.name) == nil {
+			flag.String(f.name, "", f.usage+" (default $"+f.env+")")
+		}
+	}
 	if !flag.Parsed() {
 		flag.Parse()
+	}
+	// A flag wins over its environment variable, one by one.
+	files := tlsFromEnv()
+	for name, v := range map[string]*string{"tls-cert": &files.Cert, "tls-key": &files.Key, "tls-client-ca": &files.CA} {
+		if s := flag.Lookup(name).Value.String(); s != "" {
+			*v = s
+		}
 	}
 	endpoint := flag.Lookup("endpoint").Value.String()
 	if endpoint == "" {
@@ -54,25 +74,44 @@ func Serve(d Driver) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return ServeEndpoint(ctx, endpoint, d)
+	return ServeEndpoint(ctx, endpoint, d, WithServerTLS(files))
 }
 
 // ServeEndpoint serves d as a driver plugin at endpoint until ctx is done,
 // then stops gracefully and returns nil. A unix socket left behind by a
 // plugin that died is removed first; one a live plugin still serves is not.
-func ServeEndpoint(ctx context.Context, endpoint string, d Driver) error {
+// It serves mutual TLS with WithServerTLS, or, without that option, when
+// TLSCertEnv, TLSKeyEnv and TLSClientCAEnv name the files: every program
+// built on it gets mutual TLS from its environment.
+func ServeEndpoint(ctx context.Context, endpoint string, d Driver, opts ...ServeOption) error {
+	o := serveOptions{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	files := tlsFromEnv()
+	if o.tls != nil {
+		files = *o.tls
+	}
 	ep, err := parseEndpoint(endpoint)
 	if err != nil {
 		return err
+	}
+	var grpcOpts []grpc.ServerOption
+	if !files.IsZero() {
+		creds, err := serverCredentials(files)
+		if err != nil {
+			return err
+		}
+		grpcOpts = append(grpcOpts, grpc.Creds(creds))
 	}
 	lis, err := listen(ep)
 	if err != nil {
 		return err
 	}
-	srv, health := newGRPCServer(d)
+	srv, health := newGRPCServer(d, grpcOpts...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
-	slog.Info("serving driver", "endpoint", endpoint, "address", lis.Addr().String())
+	slog.Info("serving driver", "endpoint", endpoint, "address", lis.Addr().String(), "mutualTLS", !files.IsZero())
 
 	select {
 	case err := <-served:
