@@ -78,8 +78,20 @@ func TestZonesMapToSubnets(t *testing.T) {
 			t.Errorf("%s: a Machine in a zone without subnet: %v; want InvalidArgument naming machine.spec.failureDomain", tc.name, err)
 		}
 	}
-	if n := len(clusterInstances(t)); n != 4 {
-		t.Errorf("moto has %d instances of the cluster; want 4", n)
+	// Without subnets, the default VPC in the Machine's zone.
+	m := machine("zones-default-vpc")
+	m.Spec.FailureDomain = zones[1]
+	if inst := instanceOf(t, create(t, d, class("zones-default", validSpec), m).ProviderID); zoneOf(&inst) != zones[1] {
+		t.Errorf("a Machine in %s without subnets got an instance in %s", zones[1], zoneOf(&inst))
+	}
+	m = machine("zones-other-region")
+	m.Spec.FailureDomain = "eu-west-1a"
+	_, err := d.CreateMachine(ctxT(t), &driver.CreateMachineRequest{Machine: m, MachineClass: class("zones-default", validSpec), Secret: testSecret()})
+	if driver.CodeOf(err) != driver.InvalidArgument || !strings.Contains(driver.MessageOf(err), "machine.spec.failureDomain") {
+		t.Errorf("a Machine in another region's zone: %v; want InvalidArgument naming machine.spec.failureDomain", err)
+	}
+	if n := len(clusterInstances(t)); n != 5 {
+		t.Errorf("moto has %d instances of the cluster; want 5", n)
 	}
 }
 

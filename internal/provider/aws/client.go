@@ -135,7 +135,7 @@ func (d *Driver) awsConfig(ctx context.Context, region string, c creds) (aws.Con
 			}
 		})
 		cfg.Credentials = aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(stsClient, c.roleARN, func(o *stscreds.AssumeRoleOptions) {
-			o.RoleSessionName = "millwright-" + d.opts.ClusterName
+			o.RoleSessionName = sessionName(d.opts.ClusterName)
 		}))
 	}
 	cfg.Credentials = typedCredentials{cfg.Credentials}
@@ -159,6 +159,17 @@ func (t typedCredentials) Retrieve(ctx context.Context) (aws.Credentials, error)
 		return c, &credentialsError{err}
 	}
 	return c, nil
+}
+
+// sessionName names the driver's STS sessions, which CloudTrail shows:
+// millwright-CLUSTER, within STS's 64 characters (a cluster name has only
+// characters STS takes).
+func sessionName(cluster string) string {
+	n := "millwright-" + cluster
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
 }
 
 // retryer is the SDK's standard retryer with the driver's attempts and

@@ -63,3 +63,15 @@ func TestCredentials(t *testing.T) {
 		t.Errorf("moto has %d instances of the cluster; want 2 (MCM keys, role)", n)
 	}
 }
+
+// TestSessionNameFitsSTS checks the STS session name of the longest
+// cluster name.
+func TestSessionNameFitsSTS(t *testing.T) {
+	long := strings.Repeat("c", 100)
+	if err := CheckClusterName(long); err != nil {
+		t.Fatal(err)
+	}
+	if n := sessionName(long); len(n) > 64 || !strings.HasPrefix(n, "millwright-ccc") {
+		t.Errorf("session name %q (%d characters); STS takes 64", n, len(n))
+	}
+}
