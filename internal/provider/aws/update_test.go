@@ -45,6 +45,7 @@ func TestUpdateAppliesTagsAndGroups(t *testing.T) {
 		{"ami", specWith(t, map[string]any{"ami": "ami-1234abcd", "tags": map[string]string{"team": "changed"}})},
 		{"instanceType", specWith(t, map[string]any{"instanceType": "m5.large", "tags": map[string]string{"team": "changed"}})},
 		{"region", `{"region":"eu-west-1","ami":"ami-12c6146b","instanceType":"t3.micro"}`},
+		{"subnets", specWith(t, map[string]any{"subnetIDs": []string{"subnet-0123abcd"}})},
 		{"blockDevices", specWith(t, map[string]any{"blockDevices": []map[string]any{{"deviceName": "/dev/sdf", "size": 10}}})},
 	} {
 		p.ResetCounts()
