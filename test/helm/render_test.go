@@ -2,6 +2,7 @@ package helm_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -28,14 +29,9 @@ type rendered struct {
 // "millwright" in namespace ns.
 func render(t *testing.T, ns string, values map[string]any) rendered {
 	t.Helper()
-	opts := common.ReleaseOptions{Name: "millwright", Namespace: ns, Revision: 1, IsInstall: true}
-	vals, err := util.ToRenderValues(millwright, values, opts, caps)
+	files, err := tryRender(ns, values)
 	if err != nil {
-		t.Fatalf("values: %v", err)
-	}
-	files, err := engine.Render(millwright, vals)
-	if err != nil {
-		t.Fatalf("rendering: %v", err)
+		t.Fatal(err)
 	}
 	var r rendered
 	for _, crd := range millwright.CRDObjects() {
@@ -49,6 +45,21 @@ func render(t *testing.T, ns string, values map[string]any) rendered {
 		r.objects = append(r.objects, decode(t, name, []byte(files[name]))...)
 	}
 	return r
+}
+
+// tryRender renders the templates as render does, returning the error of
+// values the chart refuses.
+func tryRender(ns string, values map[string]any) (map[string]string, error) {
+	opts := common.ReleaseOptions{Name: "millwright", Namespace: ns, Revision: 1, IsInstall: true}
+	vals, err := util.ToRenderValues(millwright, values, opts, caps)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	files, err := engine.Render(millwright, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering: %w", err)
+	}
+	return files, nil
 }
 
 // decode decodes a stream of YAML documents into objects.

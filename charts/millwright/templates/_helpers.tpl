@@ -159,3 +159,14 @@ subjects:
   name: {{ .serviceAccount }}
   namespace: {{ $root.Release.Namespace }}
 {{- end -}}
+
+{{/*
+The Secrets of driver.tls: the driver's and the manager's client one.
+*/}}
+{{- define "millwright.driverTLSServerSecret" -}}
+{{ .Values.driver.tls.serverSecret | default "millwright-driver-tls-server" }}
+{{- end -}}
+
+{{- define "millwright.driverTLSClientSecret" -}}
+{{ .Values.driver.tls.clientSecret | default "millwright-driver-tls-client" }}
+{{- end -}}
