@@ -13,6 +13,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/brief"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // GrantTTL is how long a grant counts as unavailable before its Machine is
@@ -130,7 +131,7 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, 
 		if m.DeletionTimestamp.IsZero() {
 			ev.Expected++
 		}
-		if down, why := Unavailable(m); down {
+		if down, why := machinefacts.Unavailable(m); down {
 			ev.Unavailable++
 			ev.Why[name] = why
 		} else if granted[name] {
@@ -172,9 +173,9 @@ func tookEffect(m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) bool {
 	case v1alpha1.DisruptionRemediation:
 		return m.Status.FailureReason != "" ||
 			meta.IsStatusConditionFalse(m.Status.Conditions, v1alpha1.OwnerRemediatedCondition) ||
-			remediatedExternally(m)
+			machinefacts.RemediatedExternally(m)
 	case v1alpha1.DisruptionInPlaceUpdate:
-		return InPlaceInProgress(m) || InPlaceStopped(m)
+		return machinefacts.InPlaceInProgress(m) || machinefacts.InPlaceStopped(m)
 	}
 	return false
 }

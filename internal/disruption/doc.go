@@ -7,7 +7,8 @@
 //
 // Three parts, one concern each:
 //
-//   - Unavailable is the one definition of an unavailable Machine.
+//   - Unavailable is the one definition of an unavailable Machine
+//     (machinefacts.Unavailable, which the planners share).
 //   - Evaluate computes a budget's status from its Machines (the budget
 //     controller's work, internal/controller/machinedisruptionbudget).
 //   - Gate is what a controller calls before a voluntary disruption: it

@@ -19,6 +19,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // Reasons of a Machine's DisruptionAllowed condition and of the Gate's Events.
@@ -89,7 +90,7 @@ func (g *Gate) Request(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.D
 		return Decision{}, err
 	}
 	d := Decision{Budgets: names(budgets)}
-	if down, _ := Unavailable(m); down || len(budgets) == 0 {
+	if down, _ := machinefacts.Unavailable(m); down || len(budgets) == 0 {
 		d.Allowed = true
 		g.clearGranted(ctx, m)
 		return d, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // ownerGroup is the selected Machines of one owner that a budget selects
@@ -25,7 +26,7 @@ func (g *ownerGroup) add(m *v1alpha1.Machine, granted bool) {
 		return
 	}
 	g.live++
-	down, _ := Unavailable(m)
+	down, _ := machinefacts.Unavailable(m)
 	switch {
 	case down:
 	case granted:

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // TestDisruptionBudget (issue 17): two MachineDeployments of 4 in one
@@ -110,7 +110,7 @@ type voluntaryCount struct{ max, states int }
 
 // voluntaryAtMost is the budget's invariant: at most n Machines are
 // voluntarily disrupted. A Machine is voluntarily disrupted while it is
-// unavailable by internal/disruption's definition (disruption.Unavailable)
+// unavailable by the one definition (machinefacts.Unavailable)
 // for a disruption Millwright chose — being deleted, or cordoned for an
 // in-place update — and was available when that started: not Failed, not
 // marked by a health check, Ready. Decided when the disruption is first
@@ -125,7 +125,7 @@ func voluntaryAtMost(n int, seen *voluntaryCount) check {
 		count := 0
 		var names []string
 		for _, m := range r.machinesLocked() {
-			down, _ := disruption.Unavailable(m)
+			down, _ := machinefacts.Unavailable(m)
 			disrupted := !m.DeletionTimestamp.IsZero() || cordonedInPlace(m)
 			if !down || !disrupted {
 				delete(decided, m.Name)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // simSpec is a sim providerSpec: VMs boot in a second or two.
@@ -229,18 +230,11 @@ func (s *scenario) rollTo(class string) {
 	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Template.Spec.Class.Name = class })
 }
 
-// machineReady reports whether a Machine counts as available: Ready and
-// not being deleted.
-func machineReady(m *v1alpha1.Machine) bool {
-	if m.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range m.Status.Conditions {
-		if c.Type == v1alpha1.ReadyCondition {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
+// machineAvailable reports whether a Machine counts as available, by the
+// definition the planner and the disruption budgets use
+// (machinefacts.Available; no scenario sets minReadySeconds).
+func machineAvailable(m *v1alpha1.Machine) bool {
+	return machinefacts.Available(m, 0, time.Now())
 }
 
 // deleteMachine deletes a Machine of the scenario (its deletion then

@@ -212,7 +212,7 @@ func withinInPlaceBounds(replicas, most, maxUnavailable int) check {
 				continue
 			}
 			objects++
-			if machineReady(m) && !updating(m) && !r.cordonedLocked(nodeOf(m)) {
+			if machineAvailable(m) && !updating(m) && !r.cordonedLocked(nodeOf(m)) {
 				serving = append(serving, m.Name)
 			}
 		}

@@ -94,7 +94,7 @@ func withinPolicyBounds(replicas, maxSurge, maxUnavailable int, policy v1alpha1.
 			if m.DeletionTimestamp == nil {
 				live++
 			}
-			if machineReady(m) {
+			if machineAvailable(m) {
 				ready++
 			}
 		}

@@ -67,7 +67,7 @@ func (s *scenario) waitNewMachines(class string, n int) {
 		for i := range ms {
 			if ms[i].Spec.Class != nil && ms[i].Spec.Class.Name == class {
 				count++
-				creating = creating || !machineReady(&ms[i])
+				creating = creating || !machineAvailable(&ms[i])
 			}
 		}
 		return count >= n && creating, fmt.Errorf("%d Machines of class %s", count, class)

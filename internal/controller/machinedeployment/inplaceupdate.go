@@ -15,6 +15,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // nodeSelectionResync is how soon a Manual in-place update waiting for a
@@ -170,7 +171,7 @@ func (s *scope) inPlaceSet(ctx context.Context, ms *v1alpha1.MachineSet, v *plan
 	for _, m := range s.machines[ms.UID] {
 		pm := plan.Machine{
 			Name: m.Name, Created: m.CreationTimestamp.Time,
-			Available: plan.Available(m, minReady, s.now),
+			Available: machinefacts.Available(m, minReady, s.now),
 			Deleting:  !m.DeletionTimestamp.IsZero(),
 			Held:      m.DeletionTimestamp.IsZero() && preserve.Held(m),
 			Broken:    m.Status.FailureReason != "",

@@ -17,6 +17,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 func set(h *controllertest.Harness, name string, replicas int32, class string, edit func(*v1alpha1.MachineSet)) *v1alpha1.MachineSet {
@@ -72,13 +73,19 @@ func waitReady(h *controllertest.Harness, name string, n int32, timeout time.Dur
 	var ms *v1alpha1.MachineSet
 	h.Eventually(timeout, "the MachineSet to have ready replicas", func() (bool, error) {
 		ms = getSet(h, name)
-		live := 0
+		// The Machines themselves, not only the status counts: those are
+		// written at most once a second while the set moves, and may still
+		// count a replacement's predecessor (docs/rollout.md, "Status counts").
+		live, available := 0, 0
 		for _, m := range machinesOf(h, name) {
 			if m.DeletionTimestamp.IsZero() {
 				live++
+				if machinefacts.Available(&m, 0, time.Now()) {
+					available++
+				}
 			}
 		}
-		return ms.Status.ReadyReplicas == n && ms.Status.Replicas == n && live == int(n) && ms.Status.ObservedGeneration == ms.Generation, nil
+		return ms.Status.ReadyReplicas == n && ms.Status.Replicas == n && live == int(n) && available == int(n) && ms.Status.ObservedGeneration == ms.Generation, nil
 	})
 	return ms
 }

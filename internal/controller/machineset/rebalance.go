@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/spread"
 )
 
@@ -30,7 +30,7 @@ func rebalanceHeld(ms *v1alpha1.MachineSet, alive []*v1alpha1.Machine, now time.
 	minReady := time.Duration(ms.Spec.MinReadySeconds) * time.Second
 	held := 0
 	for _, m := range alive {
-		if _, ok := m.Annotations[rebalanceAnnotation]; ok && onItsWay(m) && !plan.Available(m, minReady, now) {
+		if _, ok := m.Annotations[rebalanceAnnotation]; ok && onItsWay(m) && !machinefacts.Available(m, minReady, now) {
 			held++
 		}
 	}
@@ -77,7 +77,7 @@ func rebalanceTo(s *scope, z *zoneView) string {
 	}
 	minReady := time.Duration(s.ms.Spec.MinReadySeconds) * time.Second
 	for _, m := range s.owned {
-		if !plan.Available(m, minReady, s.now) && !s.movingOut[m.Name] {
+		if !machinefacts.Available(m, minReady, s.now) && !s.movingOut[m.Name] {
 			return "" // deleting, failed, on its way, or not available yet
 		}
 	}

@@ -4,18 +4,14 @@ import (
 	"cmp"
 	"hash/fnv"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
-	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/spread"
 )
-
-// defaultPriority is a Machine's scale-down priority without the annotation.
-const defaultPriority = 3
 
 // phaseRank orders phases for scale-down: broken and unfinished Machines go
 // before working ones, and Machines without a Node before those with one.
@@ -30,12 +26,13 @@ var phaseRank = map[v1alpha1.MachinePhase]int{
 	v1alpha1.PhaseRunning:          5,
 }
 
-// victims returns the n Machines to delete first, in order: those the
-// cluster-autoscaler marked with the delete-machine annotation; then lower
-// priority annotation; then phase (see phaseRank); then those not yet
-// available (Ready for less than minReady: the MachineDeployment's
-// availability floor counts on them going first, see docs/rollout.md);
-// then, with a placement (z not nil), the zone furthest above its share
+// victims returns the n Machines to delete first, in order: by
+// machinefacts.DeleteGroup (those the cluster-autoscaler marked with the
+// delete-machine annotation, then lower priority annotation); then those
+// not available before available ones (machinefacts.Available with
+// minReady: the MachineDeployment's planner counts on exactly this order,
+// see docs/rollout.md); then phase (see phaseRank); then, with a
+// placement (z not nil), the zone furthest above its share
 // (docs/failure-domains.md); then the delete policy.
 func victims(machines []*v1alpha1.Machine, n int, policy v1alpha1.MachineDeletePolicy, minReady time.Duration, now time.Time, z *zoneView) []*v1alpha1.Machine {
 	// Each Machine's place in the order is derived once, not at every
@@ -62,15 +59,14 @@ func victims(machines []*v1alpha1.Machine, n int, policy v1alpha1.MachineDeleteP
 // on.
 type candidate struct {
 	m         *v1alpha1.Machine
-	marked    bool   // the delete-machine annotation
-	priority  int    // the priority annotation, else defaultPriority
+	group     machinefacts.DeleteGroup
+	available bool   // machinefacts.Available
 	rank      int    // see rank
-	available bool   // plan.Available
 	hash      uint32 // nameHash, the Random delete policy's order
 }
 
 func newCandidate(m *v1alpha1.Machine, minReady time.Duration, now time.Time) candidate {
-	return candidate{m: m, marked: marked(m), priority: priority(m), rank: rank(m), available: plan.Available(m, minReady, now), hash: nameHash(m.Name)}
+	return candidate{m: m, group: machinefacts.DeleteGroupOf(m), available: machinefacts.Available(m, minReady, now), rank: rank(m), hash: nameHash(m.Name)}
 }
 
 // victims picks n of sorted (the victim order without zones) through
@@ -132,33 +128,16 @@ func compareState(a, b *candidate) int {
 		}
 		return 0
 	}
-	if a.marked != b.marked {
-		return less(a.marked, b.marked)
-	}
-	if a.priority != b.priority {
-		return less(a.priority < b.priority, b.priority < a.priority)
-	}
-	if a.rank != b.rank {
-		return less(a.rank < b.rank, b.rank < a.rank)
+	if c := a.group.Compare(b.group); c != 0 {
+		return c
 	}
 	if a.available != b.available {
 		return less(b.available, a.available)
 	}
-	return 0
-}
-
-func marked(m *v1alpha1.Machine) bool {
-	_, ok := m.Annotations[v1alpha1.DeleteMachineAnnotation]
-	return ok
-}
-
-func priority(m *v1alpha1.Machine) int {
-	if v, ok := m.Annotations[v1alpha1.PriorityAnnotation]; ok {
-		if p, err := strconv.Atoi(v); err == nil {
-			return p
-		}
+	if a.rank != b.rank {
+		return less(a.rank < b.rank, b.rank < a.rank)
 	}
-	return defaultPriority
+	return 0
 }
 
 func rank(m *v1alpha1.Machine) int {

@@ -33,8 +33,8 @@ type InPlaceSettings struct {
 type Machine struct {
 	Name    string
 	Created time.Time
-	// Available: not being deleted, no failureReason, Ready for
-	// minReadySeconds (see Available).
+	// Available: machinefacts.Available, with the deployment's
+	// minReadySeconds.
 	Available bool
 	Deleting  bool
 	// Held: preserved, not one of the replicas. Marked: it has the

@@ -70,12 +70,21 @@ type Counts struct {
 	Machines int32
 	// Terminating are those being deleted.
 	Terminating int32
-	// Available are those not being deleted, without a failureReason,
-	// Ready for at least minReadySeconds.
+	// Available are those machinefacts.Available says are, with the
+	// deployment's minReadySeconds.
 	Available int32
 	// Left (OnDelete) are those not being deleted that existed when the set
 	// was superseded.
 	Left int32
+	// Failed are those not being deleted with a failureReason: their set
+	// deletes and replaces them whatever its size, so no scale-down picks
+	// them.
+	Failed int32
+	// AvailableAhead are the available Machines a scale-down of the set
+	// takes before some of its unavailable ones: those the delete-machine
+	// annotation or a lower delete priority puts first
+	// (machinefacts.DeleteGroup).
+	AvailableAhead int32
 }
 
 // spec is what the set keeps: 0 for a set being deleted.
@@ -102,6 +111,34 @@ func (s Set) footprint(policy v1alpha1.ReplacementPolicy, spec int32) int32 {
 // live are the set's Machines not being deleted.
 func (s Set) live() int32 { return s.Machines - s.Terminating }
 
-// sureAvailable is how many available Machines the set keeps at size spec:
-// never more than spec, however many it has now.
-func (s Set) sureAvailable(spec int32) int32 { return max(0, min(s.Available, spec)) }
+// pickable are the set's Machines a scale-down picks from: not being
+// deleted, not failed.
+func (s Set) pickable() int32 { return s.live() - s.Failed }
+
+// A scale-down of a set takes, of its pickable Machines, its
+// AvailableAhead ones first (at the worst: they may also come after some
+// unavailable ones), then its other unavailable ones, then the rest of
+// its available ones (machinefacts.DeleteGroup, docs/rollout.md). The
+// two functions below count with that order.
+
+// sureAvailable is how many available Machines the set keeps at size
+// spec: never more than spec, however many it has now, and fewer when a
+// scale-down to spec takes available Machines ahead of unavailable ones.
+func (s Set) sureAvailable(spec int32) int32 {
+	cut := max(0, s.pickable()-spec)
+	gone := min(cut, s.AvailableAhead) + max(0, s.Available-s.AvailableAhead-spec)
+	return max(0, s.Available-gone)
+}
+
+// unavailableFirst is how many of the set's replicas at size spec go
+// before an available Machine would: the replicas not yet made, then the
+// unavailable Machines a scale-down takes before any available one.
+func (s Set) unavailableFirst(spec int32) int32 {
+	missing := max(0, spec-s.pickable())
+	cut := max(0, s.pickable()-spec)
+	if cut < s.AvailableAhead {
+		return missing // the next one a scale-down takes is available
+	}
+	unavailable := s.pickable() - s.Available
+	return missing + max(0, s.AvailableAhead+unavailable-cut)
+}

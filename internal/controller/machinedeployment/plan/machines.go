@@ -3,19 +3,18 @@ package plan
 import (
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
-// Count counts a set's Machines as of now. A Machine is available when it
-// is not being deleted, has no failureReason and its Ready condition has
-// been True for minReady; supersededAt (zero: unknown) is when an OnDelete
-// set was superseded. next is how long until the first Ready Machine
-// becomes available (0: none pending), when the deployment must look again.
+// Count counts a set's Machines as of now. A Machine is available as
+// machinefacts.Available says, with minReady; supersededAt (zero:
+// unknown) is when an OnDelete set was superseded. next is how long until
+// the first Ready Machine becomes available (0: none pending), when the
+// deployment must look again.
 func Count(machines []*v1alpha1.Machine, minReady time.Duration, now, supersededAt time.Time) (c Counts, next time.Duration) {
+	var order deleteOrder
 	for _, m := range machines {
 		if m.DeletionTimestamp.IsZero() && preserve.Held(m) {
 			continue // kept, and replaced: neither a replica nor a surge Machine (docs/preservation.md)
@@ -30,35 +29,74 @@ func Count(machines []*v1alpha1.Machine, minReady time.Duration, now, superseded
 		if supersededAt.IsZero() || !m.CreationTimestamp.After(supersededAt) {
 			c.Left++
 		}
-		switch left, ready := untilAvailable(m, minReady, now); {
-		case !ready:
-		case left <= 0:
+		if m.Status.FailureReason != "" {
+			// Deleted and replaced by its set whatever the set's size:
+			// never one of the Machines a scale-down picks.
+			c.Failed++
+			continue
+		}
+		left, ok := machinefacts.UntilAvailable(m, minReady, now)
+		available := ok && left <= 0
+		order.add(machinefacts.DeleteGroupOf(m), available)
+		switch {
+		case !ok:
+		case available:
 			c.Available++
 		case next == 0 || left < next:
 			next = left
 		}
 	}
+	c.AvailableAhead = order.availableAhead()
 	return c, next
 }
 
-// Available reports whether a Machine counts as available: not being
-// deleted, without a failureReason, its Ready condition True for at least
-// minReady. The MachineSet removes Machines that are not available first
-// on a scale-down, which the planner's availability floor relies on.
-func Available(m *v1alpha1.Machine, minReady time.Duration, now time.Time) bool {
-	left, ready := untilAvailable(m, minReady, now)
-	return m.DeletionTimestamp.IsZero() && ready && left <= 0
+// deleteOrder tallies a set's live Machines that have not failed by
+// machinefacts.DeleteGroup, the order in which a scale-down takes them.
+// Most sets have one group (no annotations): the tally then never
+// allocates.
+type deleteOrder struct {
+	groups []groupTally
 }
 
-// untilAvailable is how long until a Ready Machine without a failureReason
-// becomes available (≤ 0: it is); ready is false for any other Machine.
-func untilAvailable(m *v1alpha1.Machine, minReady time.Duration, now time.Time) (left time.Duration, ready bool) {
-	if m.Status.FailureReason != "" {
-		return 0, false
+type groupTally struct {
+	group                  machinefacts.DeleteGroup
+	available, unavailable int32
+}
+
+func (o *deleteOrder) add(g machinefacts.DeleteGroup, available bool) {
+	i := 0
+	for i < len(o.groups) && o.groups[i].group != g {
+		i++
 	}
-	c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ReadyCondition)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return 0, false
+	if i == len(o.groups) {
+		o.groups = append(o.groups, groupTally{group: g})
 	}
-	return c.LastTransitionTime.Add(minReady).Sub(now), true
+	if available {
+		o.groups[i].available++
+	} else {
+		o.groups[i].unavailable++
+	}
+}
+
+// availableAhead is how many available Machines are in groups a
+// scale-down takes before the last group holding an unavailable Machine:
+// within a group the unavailable ones go first, so these are the
+// available Machines a scale-down may delete before its unavailable ones.
+func (o *deleteOrder) availableAhead() int32 {
+	last := -1
+	for i, t := range o.groups {
+		if t.unavailable > 0 && (last < 0 || t.group.Compare(o.groups[last].group) > 0) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return 0
+	}
+	var n int32
+	for _, t := range o.groups {
+		if t.group.Compare(o.groups[last].group) < 0 {
+			n += t.available
+		}
+	}
+	return n
 }

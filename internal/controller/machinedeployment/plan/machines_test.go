@@ -36,7 +36,7 @@ func TestCount(t *testing.T) {
 		machine(since.Add(-time.Hour), false, -1, false),           // not Ready
 	}
 	c, next := Count(machines, 10*time.Second, now, since)
-	want := Counts{Machines: 6, Terminating: 1, Available: 2, Left: 4}
+	want := Counts{Machines: 6, Terminating: 1, Available: 2, Left: 4, Failed: 1}
 	if c != want || next != 5*time.Second {
 		t.Errorf("Count = %+v, next %v; want %+v, next 5s", c, next, want)
 	}

@@ -6,11 +6,13 @@ import "fmt"
 // halves in the same reconcile:
 //
 //   - old sets shrink (oldest first) as far as availability allows: first
-//     their Machines that are not available, as far as
-//     Σ old spec + the new set's available − (replicas − maxUnavailable)
-//     allows (removing them costs no availability, and a stuck old Machine
-//     would otherwise block the rollout); then available ones, while more
-//     than replicas − maxUnavailable stay available;
+//     by their Machines that are not available and that the set's
+//     scale-down takes before any available one (see Set.unavailableFirst),
+//     as far as Σ old spec + the new set's available − (replicas −
+//     maxUnavailable) allows (removing them costs no availability, and a
+//     stuck old Machine would otherwise block the rollout); then by
+//     available ones, while more than replicas − maxUnavailable stay
+//     available, counting what the scale-down takes (Set.sureAvailable);
 //   - the new set grows while the fleet's footprint (see Set.footprint) is
 //     below replicas + maxSurge, never past replicas; above replicas
 //     (scaled in) it is cut to replicas.
@@ -35,8 +37,7 @@ func rolling(in Input) []Target {
 	if maxScaledDown := oldSpec + newAvailable - minAvailable; maxScaledDown > 0 && oldSpec > 0 {
 		var cleaned int32
 		for i, o := range in.Old {
-			unhealthy := targets[i].To - o.sureAvailable(targets[i].To)
-			if n := min(maxScaledDown-cleaned, unhealthy); n > 0 {
+			if n := min(maxScaledDown-cleaned, o.unavailableFirst(targets[i].To)); n > 0 {
 				targets[i].To -= n
 				cleaned += n
 				targets[i].Why = fmt.Sprintf("%d not available removed", n)

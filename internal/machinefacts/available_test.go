@@ -1,12 +1,13 @@
-package disruption_test
+package machinefacts_test
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // ready is a Running Machine labelled pool=a.
@@ -79,7 +80,7 @@ func TestUnavailable(t *testing.T) {
 		{"in-place Succeeded, target still on it", targeted(inPlace(ready("m"), v1alpha1.InPlaceSucceeded)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, why := disruption.Unavailable(&tc.m)
+			got, why := machinefacts.Unavailable(&tc.m)
 			if got != tc.want {
 				t.Fatalf("Unavailable = %v (%q), want %v", got, why, tc.want)
 			}
@@ -90,20 +91,48 @@ func TestUnavailable(t *testing.T) {
 	}
 }
 
-func TestWaitingReadsTheKindBack(t *testing.T) {
-	m := &v1alpha1.Machine{}
-	if _, ok := disruption.Waiting(m); ok {
-		t.Fatal("a Machine without the condition waits")
-	}
-	m.Status.Conditions = []metav1.Condition{{Type: v1alpha1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
-		Reason: disruption.ReasonWaitingForBudget, Message: "ScaleDown waits for MachineDisruptionBudget web: no disruption allowed now"}}
-	if kind, ok := disruption.Waiting(m); !ok || kind != v1alpha1.DisruptionScaleDown {
-		t.Fatalf("Waiting = %q, %v; want ScaleDown, true", kind, ok)
-	}
-}
-
 // withReason sets the reason of the Machine's last condition.
 func withReason(m v1alpha1.Machine, reason string) v1alpha1.Machine {
 	m.Status.Conditions[len(m.Status.Conditions)-1].Reason = reason
 	return m
+}
+
+// Available is not Unavailable and Ready for minReady; UntilAvailable
+// says how long that is still to wait.
+func TestAvailable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	m := ready("m")
+	m.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+	if !machinefacts.Available(&m, 0, now) || !machinefacts.Available(&m, 10*time.Second, now) {
+		t.Error("a Machine Ready for 10s is not available with minReady 0 or 10s")
+	}
+	if machinefacts.Available(&m, time.Minute, now) {
+		t.Error("a Machine Ready for 10s is available with minReady 1m")
+	}
+	if left, ok := machinefacts.UntilAvailable(&m, time.Minute, now); !ok || left != 50*time.Second {
+		t.Errorf("UntilAvailable = %v, %v; want 50s, true", left, ok)
+	}
+	remediated := withCondition(m, v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse)
+	if machinefacts.Available(&remediated, 0, now) {
+		t.Error("a Ready Machine marked for replacement is available")
+	}
+	if _, ok := machinefacts.UntilAvailable(&remediated, 0, now); ok {
+		t.Error("UntilAvailable waits for a Machine marked for replacement")
+	}
+}
+
+// DeleteGroupOf reads the annotations; Compare puts marked Machines first,
+// then lower priorities.
+func TestDeleteGroup(t *testing.T) {
+	of := func(ann map[string]string) machinefacts.DeleteGroup {
+		return machinefacts.DeleteGroupOf(&v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Annotations: ann}})
+	}
+	plain, marked := of(nil), of(map[string]string{v1alpha1.DeleteMachineAnnotation: ""})
+	p1, bad := of(map[string]string{v1alpha1.PriorityAnnotation: "1"}), of(map[string]string{v1alpha1.PriorityAnnotation: "high"})
+	if plain != bad || plain.Priority != machinefacts.DefaultDeletePriority {
+		t.Errorf("plain %+v, unparsable priority %+v; want both the default", plain, bad)
+	}
+	if marked.Compare(p1) >= 0 || p1.Compare(plain) >= 0 || plain.Compare(plain) != 0 || plain.Compare(marked) <= 0 {
+		t.Errorf("order of marked %+v, priority 1 %+v, plain %+v is wrong", marked, p1, plain)
+	}
 }
