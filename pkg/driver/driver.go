@@ -15,9 +15,14 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -95,6 +100,11 @@ type CreateMachineResponse struct {
 	LastKnownState string
 	// Addresses of the VM, when known.
 	Addresses []v1alpha1.MachineAddress
+	// NodeLabels are facts about the VM for the Machine's labels and its
+	// Node's (e.g. CapacityTypeLabel: "spot"); optional. Only keys under
+	// NodeLabelPrefix are taken: the manager drops any other key, with a
+	// log line (see AllowedNodeLabels).
+	NodeLabels map[string]string
 }
 
 // InitializeMachineRequest asks for post-create initialization of a VM.
@@ -139,6 +149,50 @@ type GetMachineStatusResponse struct {
 	// the last lines of its serial console); optional. The manager shows
 	// it in lastOperation while the Machine waits for its Node.
 	Progress string
+	// NodeLabels, as in CreateMachineResponse.
+	NodeLabels map[string]string
+}
+
+// NodeLabelPrefix is the one label domain a driver may set through
+// NodeLabels. Labels outside it belong to others — the kubelet
+// (kubernetes.io/...), node roles, the user's nodeTemplate — and a driver
+// setting them could steer the scheduler or claim a role.
+const NodeLabelPrefix = "node.millwright.dev/"
+
+// CapacityTypeLabel says how a VM was bought: CapacityTypeSpot or
+// CapacityTypeOnDemand. A driver whose cloud sells both reports it in
+// NodeLabels.
+const CapacityTypeLabel = NodeLabelPrefix + "capacity-type"
+
+// The values of CapacityTypeLabel.
+const (
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+)
+
+// AllowedNodeLabels splits a driver's NodeLabels into those the manager
+// takes — keys under NodeLabelPrefix that, with their values, are valid
+// Kubernetes labels — and the keys it refuses, sorted, each with why.
+func AllowedNodeLabels(labels map[string]string) (allowed map[string]string, refused []string) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		v := labels[k]
+		var why []string
+		switch {
+		case !strings.HasPrefix(k, NodeLabelPrefix):
+			why = []string{"not under " + NodeLabelPrefix}
+		default:
+			why = append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...)
+		}
+		if len(why) > 0 {
+			refused = append(refused, fmt.Sprintf("%q: %s", k, strings.Join(why, "; ")))
+			continue
+		}
+		if allowed == nil {
+			allowed = map[string]string{}
+		}
+		allowed[k] = v
+	}
+	return allowed, refused
 }
 
 // ListMachinesRequest asks for the VMs made from one class.

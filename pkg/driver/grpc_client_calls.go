@@ -24,6 +24,7 @@ func (c *Client) CreateMachine(ctx context.Context, req *CreateMachineRequest) (
 		NodeName:       r.GetNodeName(),
 		LastKnownState: r.GetLastKnownState(),
 		Addresses:      addressesFromWire(r.GetAddresses()),
+		NodeLabels:     labelsFromWire(r.GetNodeLabels()),
 	}, nil
 }
 
@@ -74,6 +75,7 @@ func (c *Client) GetMachineStatus(ctx context.Context, req *GetMachineStatusRequ
 		NodeName:   r.GetNodeName(),
 		Addresses:  addressesFromWire(r.GetAddresses()),
 		Progress:   r.GetProgress(),
+		NodeLabels: labelsFromWire(r.GetNodeLabels()),
 	}, nil
 }
 

@@ -90,6 +90,7 @@ func (s *grpcServer) CreateMachine(ctx context.Context, in *driverv1.CreateMachi
 			NodeName:       r.NodeName,
 			LastKnownState: r.LastKnownState,
 			Addresses:      addressesToWire(r.Addresses),
+			NodeLabels:     labelsToWire(r.NodeLabels),
 		}
 	})
 }
@@ -128,6 +129,7 @@ func (s *grpcServer) GetMachineStatus(ctx context.Context, in *driverv1.GetMachi
 			NodeName:   r.NodeName,
 			Addresses:  addressesToWire(r.Addresses),
 			Progress:   text(r.Progress),
+			NodeLabels: labelsToWire(r.NodeLabels),
 		}
 	})
 }

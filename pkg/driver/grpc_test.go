@@ -42,7 +42,8 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 		{
 			method: driver.MethodCreateMachine,
 			req:    &driver.CreateMachineRequest{Machine: m, MachineClass: class, Secret: secret},
-			resp:   &driver.CreateMachineResponse{ProviderID: "sim://zone-a/vm-1", NodeName: "node-1", LastKnownState: "created", Addresses: addrs},
+			resp: &driver.CreateMachineResponse{ProviderID: "sim://zone-a/vm-1", NodeName: "node-1", LastKnownState: "created", Addresses: addrs,
+				NodeLabels: map[string]string{driver.CapacityTypeLabel: driver.CapacityTypeSpot, "node.millwright.dev/pool": "gpu"}},
 		},
 		{
 			method: driver.MethodInitializeMachine,
@@ -57,7 +58,8 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 		{
 			method: driver.MethodGetMachineStatus,
 			req:    &driver.GetMachineStatusRequest{Machine: m, MachineClass: class, Secret: secret},
-			resp:   &driver.GetMachineStatusResponse{ProviderID: "sim://zone-a/vm-1", NodeName: "node-1", Addresses: addrs, Progress: "agent: connection refused"},
+			resp: &driver.GetMachineStatusResponse{ProviderID: "sim://zone-a/vm-1", NodeName: "node-1", Addresses: addrs, Progress: "agent: connection refused",
+				NodeLabels: map[string]string{driver.CapacityTypeLabel: driver.CapacityTypeOnDemand}},
 		},
 		{
 			method: driver.MethodListMachines,

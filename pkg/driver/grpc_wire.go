@@ -186,3 +186,26 @@ func methodsFromWire(in []string) []Method {
 	}
 	return out
 }
+
+// labelsToWire makes keys and values valid UTF-8, as protobuf strings
+// must be: a driver's bad label is then refused by the manager, rather
+// than failing the whole response.
+func labelsToWire(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[text(k)] = text(v)
+	}
+	return out
+}
+
+// labelsFromWire gives nil for no labels: protobuf does not tell an empty
+// map from none, and nil is what a driver that sets none returns.
+func labelsFromWire(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return nil
+	}
+	return in
+}

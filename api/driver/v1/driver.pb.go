@@ -175,7 +175,12 @@ type CreateMachineResponse struct {
 	// the next call, so an interrupted operation can resume.
 	LastKnownState string `protobuf:"bytes,3,opt,name=last_known_state,json=lastKnownState,proto3" json:"last_known_state,omitempty"`
 	// Addresses of the VM, when known.
-	Addresses     []*MachineAddress `protobuf:"bytes,4,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	Addresses []*MachineAddress `protobuf:"bytes,4,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	// Node labels: facts about the VM the manager puts on the Machine's
+	// labels and on its Node (e.g. node.millwright.dev/capacity-type: spot).
+	// Only keys under node.millwright.dev/ are taken; the manager drops any
+	// other key and logs it (docs/writing-a-driver.md).
+	NodeLabels    map[string]string `protobuf:"bytes,5,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -234,6 +239,13 @@ func (x *CreateMachineResponse) GetLastKnownState() string {
 func (x *CreateMachineResponse) GetAddresses() []*MachineAddress {
 	if x != nil {
 		return x.Addresses
+	}
+	return nil
+}
+
+func (x *CreateMachineResponse) GetNodeLabels() map[string]string {
+	if x != nil {
+		return x.NodeLabels
 	}
 	return nil
 }
@@ -545,7 +557,9 @@ type GetMachineStatusResponse struct {
 	// tell. While the Machine waits for its Node the manager shows it in the
 	// Machine's lastOperation, so a Machine failed by its creation timeout
 	// says why its VM never joined.
-	Progress      string `protobuf:"bytes,4,opt,name=progress,proto3" json:"progress,omitempty"`
+	Progress string `protobuf:"bytes,4,opt,name=progress,proto3" json:"progress,omitempty"`
+	// Node labels, as in CreateMachineResponse.node_labels.
+	NodeLabels    map[string]string `protobuf:"bytes,5,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +620,13 @@ func (x *GetMachineStatusResponse) GetProgress() string {
 		return x.Progress
 	}
 	return ""
+}
+
+func (x *GetMachineStatusResponse) GetNodeLabels() map[string]string {
+	if x != nil {
+		return x.NodeLabels
+	}
+	return nil
 }
 
 // ListMachinesRequest asks for the VMs made from one class.
@@ -1103,13 +1124,18 @@ const file_v1_driver_proto_rawDesc = "" +
 	"\x14CreateMachineRequest\x12\x18\n" +
 	"\amachine\x18\x01 \x01(\fR\amachine\x12#\n" +
 	"\rmachine_class\x18\x02 \x01(\fR\fmachineClass\x12\x16\n" +
-	"\x06secret\x18\x03 \x01(\fR\x06secret\"\xc3\x01\n" +
+	"\x06secret\x18\x03 \x01(\fR\x06secret\"\xe0\x02\n" +
 	"\x15CreateMachineResponse\x12\x1f\n" +
 	"\vprovider_id\x18\x01 \x01(\tR\n" +
 	"providerId\x12\x1b\n" +
 	"\tnode_name\x18\x02 \x01(\tR\bnodeName\x12(\n" +
 	"\x10last_known_state\x18\x03 \x01(\tR\x0elastKnownState\x12B\n" +
-	"\taddresses\x18\x04 \x03(\v2$.millwright.driver.v1.MachineAddressR\taddresses\"q\n" +
+	"\taddresses\x18\x04 \x03(\v2$.millwright.driver.v1.MachineAddressR\taddresses\x12\\\n" +
+	"\vnode_labels\x18\x05 \x03(\v2;.millwright.driver.v1.CreateMachineResponse.NodeLabelsEntryR\n" +
+	"nodeLabels\x1a=\n" +
+	"\x0fNodeLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"q\n" +
 	"\x18InitializeMachineRequest\x12\x18\n" +
 	"\amachine\x18\x01 \x01(\fR\amachine\x12#\n" +
 	"\rmachine_class\x18\x02 \x01(\fR\fmachineClass\x12\x16\n" +
@@ -1127,13 +1153,18 @@ const file_v1_driver_proto_rawDesc = "" +
 	"\x17GetMachineStatusRequest\x12\x18\n" +
 	"\amachine\x18\x01 \x01(\fR\amachine\x12#\n" +
 	"\rmachine_class\x18\x02 \x01(\fR\fmachineClass\x12\x16\n" +
-	"\x06secret\x18\x03 \x01(\fR\x06secret\"\xb8\x01\n" +
+	"\x06secret\x18\x03 \x01(\fR\x06secret\"\xd8\x02\n" +
 	"\x18GetMachineStatusResponse\x12\x1f\n" +
 	"\vprovider_id\x18\x01 \x01(\tR\n" +
 	"providerId\x12\x1b\n" +
 	"\tnode_name\x18\x02 \x01(\tR\bnodeName\x12B\n" +
 	"\taddresses\x18\x03 \x03(\v2$.millwright.driver.v1.MachineAddressR\taddresses\x12\x1a\n" +
-	"\bprogress\x18\x04 \x01(\tR\bprogress\"R\n" +
+	"\bprogress\x18\x04 \x01(\tR\bprogress\x12_\n" +
+	"\vnode_labels\x18\x05 \x03(\v2>.millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntryR\n" +
+	"nodeLabels\x1a=\n" +
+	"\x0fNodeLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
 	"\x13ListMachinesRequest\x12#\n" +
 	"\rmachine_class\x18\x01 \x01(\fR\fmachineClass\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\fR\x06secret\"\\\n" +
@@ -1187,7 +1218,7 @@ func file_v1_driver_proto_rawDescGZIP() []byte {
 	return file_v1_driver_proto_rawDescData
 }
 
-var file_v1_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_v1_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_v1_driver_proto_goTypes = []any{
 	(*MachineAddress)(nil),            // 0: millwright.driver.v1.MachineAddress
 	(*CreateMachineRequest)(nil),      // 1: millwright.driver.v1.CreateMachineRequest
@@ -1207,32 +1238,36 @@ var file_v1_driver_proto_goTypes = []any{
 	(*UpdateMachineResponse)(nil),     // 15: millwright.driver.v1.UpdateMachineResponse
 	(*GetPluginInfoRequest)(nil),      // 16: millwright.driver.v1.GetPluginInfoRequest
 	(*GetPluginInfoResponse)(nil),     // 17: millwright.driver.v1.GetPluginInfoResponse
+	nil,                               // 18: millwright.driver.v1.CreateMachineResponse.NodeLabelsEntry
+	nil,                               // 19: millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntry
 }
 var file_v1_driver_proto_depIdxs = []int32{
 	0,  // 0: millwright.driver.v1.CreateMachineResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
-	0,  // 1: millwright.driver.v1.GetMachineStatusResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
-	11, // 2: millwright.driver.v1.ListMachinesResponse.vms:type_name -> millwright.driver.v1.ListedVM
-	1,  // 3: millwright.driver.v1.Driver.CreateMachine:input_type -> millwright.driver.v1.CreateMachineRequest
-	3,  // 4: millwright.driver.v1.Driver.InitializeMachine:input_type -> millwright.driver.v1.InitializeMachineRequest
-	5,  // 5: millwright.driver.v1.Driver.DeleteMachine:input_type -> millwright.driver.v1.DeleteMachineRequest
-	7,  // 6: millwright.driver.v1.Driver.GetMachineStatus:input_type -> millwright.driver.v1.GetMachineStatusRequest
-	9,  // 7: millwright.driver.v1.Driver.ListMachines:input_type -> millwright.driver.v1.ListMachinesRequest
-	12, // 8: millwright.driver.v1.Driver.GetVolumeIDs:input_type -> millwright.driver.v1.GetVolumeIDsRequest
-	14, // 9: millwright.driver.v1.Driver.UpdateMachine:input_type -> millwright.driver.v1.UpdateMachineRequest
-	16, // 10: millwright.driver.v1.Driver.GetPluginInfo:input_type -> millwright.driver.v1.GetPluginInfoRequest
-	2,  // 11: millwright.driver.v1.Driver.CreateMachine:output_type -> millwright.driver.v1.CreateMachineResponse
-	4,  // 12: millwright.driver.v1.Driver.InitializeMachine:output_type -> millwright.driver.v1.InitializeMachineResponse
-	6,  // 13: millwright.driver.v1.Driver.DeleteMachine:output_type -> millwright.driver.v1.DeleteMachineResponse
-	8,  // 14: millwright.driver.v1.Driver.GetMachineStatus:output_type -> millwright.driver.v1.GetMachineStatusResponse
-	10, // 15: millwright.driver.v1.Driver.ListMachines:output_type -> millwright.driver.v1.ListMachinesResponse
-	13, // 16: millwright.driver.v1.Driver.GetVolumeIDs:output_type -> millwright.driver.v1.GetVolumeIDsResponse
-	15, // 17: millwright.driver.v1.Driver.UpdateMachine:output_type -> millwright.driver.v1.UpdateMachineResponse
-	17, // 18: millwright.driver.v1.Driver.GetPluginInfo:output_type -> millwright.driver.v1.GetPluginInfoResponse
-	11, // [11:19] is the sub-list for method output_type
-	3,  // [3:11] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	18, // 1: millwright.driver.v1.CreateMachineResponse.node_labels:type_name -> millwright.driver.v1.CreateMachineResponse.NodeLabelsEntry
+	0,  // 2: millwright.driver.v1.GetMachineStatusResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
+	19, // 3: millwright.driver.v1.GetMachineStatusResponse.node_labels:type_name -> millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntry
+	11, // 4: millwright.driver.v1.ListMachinesResponse.vms:type_name -> millwright.driver.v1.ListedVM
+	1,  // 5: millwright.driver.v1.Driver.CreateMachine:input_type -> millwright.driver.v1.CreateMachineRequest
+	3,  // 6: millwright.driver.v1.Driver.InitializeMachine:input_type -> millwright.driver.v1.InitializeMachineRequest
+	5,  // 7: millwright.driver.v1.Driver.DeleteMachine:input_type -> millwright.driver.v1.DeleteMachineRequest
+	7,  // 8: millwright.driver.v1.Driver.GetMachineStatus:input_type -> millwright.driver.v1.GetMachineStatusRequest
+	9,  // 9: millwright.driver.v1.Driver.ListMachines:input_type -> millwright.driver.v1.ListMachinesRequest
+	12, // 10: millwright.driver.v1.Driver.GetVolumeIDs:input_type -> millwright.driver.v1.GetVolumeIDsRequest
+	14, // 11: millwright.driver.v1.Driver.UpdateMachine:input_type -> millwright.driver.v1.UpdateMachineRequest
+	16, // 12: millwright.driver.v1.Driver.GetPluginInfo:input_type -> millwright.driver.v1.GetPluginInfoRequest
+	2,  // 13: millwright.driver.v1.Driver.CreateMachine:output_type -> millwright.driver.v1.CreateMachineResponse
+	4,  // 14: millwright.driver.v1.Driver.InitializeMachine:output_type -> millwright.driver.v1.InitializeMachineResponse
+	6,  // 15: millwright.driver.v1.Driver.DeleteMachine:output_type -> millwright.driver.v1.DeleteMachineResponse
+	8,  // 16: millwright.driver.v1.Driver.GetMachineStatus:output_type -> millwright.driver.v1.GetMachineStatusResponse
+	10, // 17: millwright.driver.v1.Driver.ListMachines:output_type -> millwright.driver.v1.ListMachinesResponse
+	13, // 18: millwright.driver.v1.Driver.GetVolumeIDs:output_type -> millwright.driver.v1.GetVolumeIDsResponse
+	15, // 19: millwright.driver.v1.Driver.UpdateMachine:output_type -> millwright.driver.v1.UpdateMachineResponse
+	17, // 20: millwright.driver.v1.Driver.GetPluginInfo:output_type -> millwright.driver.v1.GetPluginInfoResponse
+	13, // [13:21] is the sub-list for method output_type
+	5,  // [5:13] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_v1_driver_proto_init() }
@@ -1246,7 +1281,7 @@ func file_v1_driver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_driver_proto_rawDesc), len(file_v1_driver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
