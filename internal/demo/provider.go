@@ -126,8 +126,11 @@ func (p *libvirtProvider) start(ctx context.Context, cluster *localcluster.Clust
 		return nil, err
 	}
 	say("Starting millwright-libvirt (the libvirt driver; qemu:///system)...")
+	// The demo's classes boot the kernel and initramfs in bin/vm and reach
+	// the API server through one guest forward: all the driver lets them.
 	if err := cluster.StartProcess(ctx, "millwright-libvirt", filepath.Join(p.bin, "millwright-libvirt"),
-		"--endpoint", socket, "--health-address", health); err != nil {
+		"--endpoint", socket, "--health-address", health,
+		"--boot-file-dir", filepath.Join(p.bin, "vm"), "--allowed-forward", "127.0.0.1:"+p.apiPort); err != nil {
 		stop()
 		return nil, err
 	}

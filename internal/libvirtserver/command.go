@@ -21,6 +21,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.QEMULogDir, "qemu-log-dir", o.QEMULogDir, "libvirt's directory of per-domain QEMU logs on the libvirt host (qemu.conf's; the default is qemu:///system's), from which a deletion removes the domain's")
 	fs.DurationVar(&o.Reconnect, "reconnect", o.Reconnect, "how often an unreachable libvirt is tried again")
 	fs.StringVar(&o.RelayBinary, "relay-binary", o.RelayBinary, "program on the libvirt host that QEMU runs as \"PROGRAM relay HOST:PORT\" for each connection through a guest forward (executable by libvirt's QEMU user); empty: this program")
+	fs.StringSliceVar(&o.Policy.AllowedURIs, "allowed-uri", o.Policy.AllowedURIs, "libvirt URI a class's providerSpec may name besides --default-uri (repeat for several)")
+	fs.StringSliceVar(&o.Policy.BootFileDirs, "boot-file-dir", o.Policy.BootFileDirs, "directory on the libvirt host holding the kernels and initramfs images classes may boot (repeat for several)")
+	fs.StringSliceVar(&o.Policy.AllowedForwards, "allowed-forward", o.Policy.AllowedForwards, "HOST:PORT (or HOST, every port) on the libvirt host a class's guest forward may reach (repeat for several); none: guest forwards are refused")
+	fs.BoolVar(&o.Policy.AllowUnrestrictedNetwork, "allow-unrestricted-network", o.Policy.AllowUnrestrictedNetwork, "let classes ask for an unrestricted user-mode network (restrict: false), whose guests reach every service on the libvirt host's loopback")
+	fs.IntVar(&o.Policy.RelayMaxConnections, "relay-max-connections", o.Policy.RelayMaxConnections, "how many connections of one VM through its guest forwards are relayed at once")
 	fs.DurationVar(&o.KVMProbeTimeout, "kvm-probe-timeout", o.KVMProbeTimeout, "how long the probe of domainType auto waits for a KVM guest to boot before deciding on qemu")
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/millwright-dev/millwright/internal/cli"
 	"github.com/millwright-dev/millwright/internal/provider/libvirt"
+	"github.com/millwright-dev/millwright/internal/relay"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -49,6 +50,8 @@ type Options struct {
 	// each connection through a guest forward; empty: this program
 	// (Validate fills it in).
 	RelayBinary string
+	// Policy is what classes may use of the libvirt host.
+	Policy libvirt.Policy
 }
 
 // NewOptions returns the defaults of every flag.
@@ -61,6 +64,10 @@ func NewOptions() *Options {
 		QEMULogDir:      libvirt.DefaultQEMULogDir,
 		Reconnect:       5 * time.Second,
 		KVMProbeTimeout: libvirt.DefaultProbeTimeout,
+		Policy: libvirt.Policy{
+			BootFileDirs:        []string{libvirt.DefaultBootFileDir},
+			RelayMaxConnections: relay.DefaultMaxConnections,
+		},
 	}
 }
 
@@ -85,7 +92,7 @@ func self() string {
 func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	d := libvirt.New(libvirt.Options{
 		Name: o.Name, DefaultURI: o.DefaultURI, ConsoleDir: o.ConsoleDir, QEMULogDir: o.QEMULogDir,
-		ProbeTimeout: o.KVMProbeTimeout, RelayBinary: o.RelayBinary, Logger: log,
+		ProbeTimeout: o.KVMProbeTimeout, RelayBinary: o.RelayBinary, Policy: o.Policy, Logger: log,
 	})
 	defer d.Close()
 	// Listen before serving anything, so a busy port fails the start at once.
@@ -151,6 +158,19 @@ func (o *Options) Validate() error {
 	}
 	if err := libvirt.CheckRelayBinary(o.RelayBinary); err != nil {
 		c.Bad("relay-binary", "%v", err)
+	}
+	for _, u := range o.Policy.AllowedURIs {
+		if err := libvirt.CheckURI(u); err != nil {
+			c.Bad("allowed-uri", "%v", err)
+		}
+	}
+	for _, d := range o.Policy.BootFileDirs {
+		if !filepath.IsAbs(d) {
+			c.Bad("boot-file-dir", "%q is not an absolute path", d)
+		}
+	}
+	if o.Policy.RelayMaxConnections < 1 {
+		c.Bad("relay-max-connections", "must be at least 1, got %d", o.Policy.RelayMaxConnections)
 	}
 	if o.KVMProbeTimeout <= 0 {
 		c.Bad("kvm-probe-timeout", "must be a positive duration, got %s", o.KVMProbeTimeout)

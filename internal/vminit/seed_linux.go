@@ -32,16 +32,17 @@ const (
 )
 
 // mountSeed waits (up to timeout: the disks appear asynchronously once
-// virtio_blk is loaded) for a /sys/block/vd* disk with serial cidata or
-// an ISO9660 volume labelled cidata, and mounts it read-only on SeedDir.
+// virtio_blk is loaded) for the /sys/block/vd* disk attached as the seed
+// (serial cidata) holding an ISO9660 volume labelled cidata, and mounts it
+// read-only on SeedDir.
 func mountSeed(ctx context.Context, timeout time.Duration) (string, error) {
 	var dev string
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		dev = findSeed()
+		dev = findSeed("/sys/block", "/dev")
 		return dev != "", nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("no virtio disk with serial or ISO9660 label %q within %s", seedLabel, timeout)
+		return "", fmt.Errorf("no virtio disk with serial %q and an ISO9660 volume labelled so within %s", seedLabel, timeout)
 	}
 	if err := os.MkdirAll(SeedDir, 0o755); err != nil {
 		return "", err
@@ -52,13 +53,18 @@ func mountSeed(ctx context.Context, timeout time.Duration) (string, error) {
 	return dev, nil
 }
 
-func findSeed() string {
-	disks, _ := filepath.Glob("/sys/block/vd*")
+// findSeed is the seed's device in devDir: the virtio disk of sysBlock
+// whose serial is cidata, which the driver gives the seed it attaches and
+// no other disk, and whose ISO9660 label is cidata. A label alone is not
+// enough: a disk whose contents are another VM's seed (an image made of
+// one) would make this VM boot as that VM's Node, with its token.
+func findSeed(sysBlock, devDir string) string {
+	disks, _ := filepath.Glob(filepath.Join(sysBlock, "vd*"))
 	for _, d := range disks {
-		dev := "/dev/" + filepath.Base(d)
+		dev := filepath.Join(devDir, filepath.Base(d))
 		serial, _ := os.ReadFile(filepath.Join(d, "serial"))
-		if strings.TrimSpace(string(serial)) == seedLabel {
-			return dev
+		if strings.TrimSpace(string(serial)) != seedLabel {
+			continue
 		}
 		if label, err := isoLabel(dev); err == nil && strings.EqualFold(label, seedLabel) {
 			return dev

@@ -53,3 +53,32 @@ func writeSeed(t *testing.T, path string, userData, metaData []byte) {
 		t.Fatal(err)
 	}
 }
+
+// findSeed takes only the disk attached as the seed (serial cidata): a
+// disk that carries a seed's filesystem without that serial (an image made
+// of another VM's seed) is never the seed.
+func TestFindSeedOnlyTakesTheAttachedSeed(t *testing.T) {
+	sys, dev := t.TempDir(), t.TempDir()
+	disk := func(name, serial string, seed bool) {
+		if err := os.MkdirAll(filepath.Join(sys, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sys, name, "serial"), []byte(serial+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if seed {
+			writeSeed(t, filepath.Join(dev, name), []byte("#cloud-config\n"), []byte("instance-id: "+name+"\n"))
+		} else if err := os.WriteFile(filepath.Join(dev, name), make([]byte, 64<<10), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disk("vda", "", true) // the boot disk: another VM's seed as an image
+	if got := findSeed(sys, dev); got != "" {
+		t.Fatalf("findSeed took %s, a disk with a seed's label but not attached as the seed", got)
+	}
+	disk("vdb", "millwright-state", false)
+	disk("vdc", seedLabel, true)
+	if got, want := findSeed(sys, dev), filepath.Join(dev, "vdc"); got != want {
+		t.Fatalf("findSeed = %q, want the disk attached as the seed %q", got, want)
+	}
+}

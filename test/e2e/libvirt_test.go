@@ -108,7 +108,10 @@ func newVMScenario(t testing.TB, name string, driverFlags ...string) *scenario {
 	s.driver = "libvirt-" + name
 	s.socket = "unix://" + filepath.Join(cluster.Dir(), name+"-libvirt.sock")
 	w.health = testenv.FreeAddr(t)
-	w.driverArgs = append([]string{"--endpoint", s.socket, "--health-address", w.health, "--console-dir", w.consoleDir}, driverFlags...)
+	// What the scenario's classes use of the host, and no more: the boot
+	// files in its directory, the API server as the one forward target.
+	w.driverArgs = append([]string{"--endpoint", s.socket, "--health-address", w.health, "--console-dir", w.consoleDir,
+		"--boot-file-dir", dir, "--allowed-forward", "127.0.0.1:" + apiServerPort()}, driverFlags...)
 	s.startLibvirtDriver()
 	return s
 }
@@ -267,11 +270,12 @@ func (w *vmWorld) qemuProcesses() []int {
 
 // relayProcesses lists the pids of the relays QEMU runs for the VMs'
 // connections to the API server: millwright-libvirt (bin's) relay
-// 127.0.0.1:<its port>. Only one VM scenario runs at a time, so they are
-// the scenario's.
+// --vm DOMAIN --max-connections N 127.0.0.1:<its port>. Only one VM
+// scenario runs at a time, so they are the scenario's.
 func relayProcesses() []int {
-	want := []byte(filepath.Join(binDir, "millwright-libvirt") + "\x00" + libvirt.RelayCommand + "\x00127.0.0.1:" + apiServerPort() + "\x00")
-	return testenv.Pids(func(cmd []byte) bool { return bytes.Equal(cmd, want) })
+	prefix := []byte(filepath.Join(binDir, "millwright-libvirt") + "\x00" + libvirt.RelayCommand + "\x00--vm\x00")
+	suffix := []byte("\x00127.0.0.1:" + apiServerPort() + "\x00")
+	return testenv.Pids(func(cmd []byte) bool { return bytes.HasPrefix(cmd, prefix) && bytes.HasSuffix(cmd, suffix) })
 }
 
 // volumes lists the volumes of the scenario's pool.

@@ -26,6 +26,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/bootstraptoken"
 	"github.com/millwright-dev/millwright/internal/provider/libvirt"
+	"github.com/millwright-dev/millwright/internal/relay"
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
@@ -162,13 +163,13 @@ func TestVMLifecycle(t *testing.T) {
 func (s *scenario) checkRestrictedNetwork(ms []v1alpha1.Machine) {
 	s.t.Helper()
 	port := apiServerPort()
-	want := fmt.Sprintf("\x00user,id=mwnet0,restrict=on,guestfwd=tcp:%s:%s-cmd:%s %s 127.0.0.1:%s\x00",
-		vmAPIServerIP, port, filepath.Join(binDir, "millwright-libvirt"), libvirt.RelayCommand, port)
 	for _, m := range ms {
 		dom, err := s.vm.domainOf(m.Name)
 		if err != nil {
 			s.t.Fatal(err)
 		}
+		want := fmt.Sprintf("\x00user,id=mwnet0,restrict=on,guestfwd=tcp:%s:%s-cmd:%s %s --vm %s --max-connections %d 127.0.0.1:%s\x00",
+			vmAPIServerIP, port, filepath.Join(binDir, "millwright-libvirt"), libvirt.RelayCommand, dom.name, relay.DefaultMaxConnections, port)
 		pid, err := qemuPID(dom.name)
 		if err != nil {
 			s.t.Fatal(err)

@@ -104,7 +104,7 @@ func TestKernelBootConsoleAndNetwork(t *testing.T) {
 
 	// Any program will do as the relay: the guest never connects.
 	const relay = "/bin/true"
-	d := New(Options{ConsoleDir: fixture.consoleDir, RelayBinary: relay})
+	d := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir, RelayBinary: relay})
 	t.Cleanup(d.Close)
 	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
 	if _, err := d.CreateMachine(ctx(t), &driver.CreateMachineRequest{Machine: m, MachineClass: cl}); err != nil {
@@ -117,7 +117,7 @@ func TestKernelBootConsoleAndNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := qemuArgs(t, domainName(m))
-	if want := " user,id=" + userNetID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-cmd:" + relay + " relay " + host + " "; !strings.Contains(args, want) {
+	if want := " user,id=" + userNetID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-cmd:" + relay + " relay --vm " + domainName(m) + " --max-connections 32 " + host + " "; !strings.Contains(args, want) {
 		t.Errorf("QEMU's command line lacks %q:\n%s", want, args)
 	}
 	if strings.Contains(args, "-sandbox") {
@@ -193,7 +193,7 @@ func TestGuestForwardRelaysEachConnection(t *testing.T) {
 	_, port, _ := net.SplitHostPort(lis.Addr().String())
 	guest := "10.0.2.100:" + port
 
-	d := New(Options{ConsoleDir: fixture.consoleDir, RelayBinary: relayBin})
+	d := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir, RelayBinary: relayBin})
 	t.Cleanup(d.Close)
 	cl := class("relay", fmt.Sprintf(`{"memory":"256Mi","domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":"0s",
 		"network":{"user":{"restrict":true,"guestForwards":[{"guest":%q,"host":%q}]}}}`, kernel, initramfs, fixture.pool, guest, lis.Addr().String()))

@@ -116,10 +116,9 @@ func metaXML(meta *Meta) (string, error) {
 	return b.String(), nil
 }
 
-// domainXML is the definition of a Machine's domain.
-// relayBinary is the program QEMU runs for each guest forward connection
-// (the driver's RelayBinary).
-func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool, relayBinary string) (string, error) {
+// domainXML is the definition of a Machine's domain. relay is how QEMU
+// runs a guest forward's relay.
+func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool, relay relayCmd) (string, error) {
 	// Written in MetadataNamespace (libvirt keeps no element without
 	// one); libvirt hands it back without, so Meta names none.
 	mx, err := metaXML(meta)
@@ -193,7 +192,7 @@ func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool, relayBi
 	devs.Controllers = []libvirtxml.DomainController{{Type: "usb", Model: "none"}}
 	devs.MemBalloon = &libvirtxml.DomainMemBalloon{Model: "none"}
 	devs.RNGs = []libvirtxml.DomainRNG{{Model: "virtio", Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}}}}
-	addNetwork(dom, s.Network, relayBinary)
+	addNetwork(dom, s.Network, func(host string) string { return relay.command(name, host) })
 	return dom.Marshal()
 }
 
@@ -204,17 +203,23 @@ func domainXML(name, virtType string, s *spec, meta *Meta, hasDisk bool, relayBi
 // forwards also take QEMU's seccomp sandbox away, for this domain alone:
 // with it (spawn=deny) QEMU could not run the relay of each connection
 // (docs/providers/libvirt.md, "The network").
-func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec, relayBinary string) {
+// No network in the spec is a restricted user-mode network: an
+// unrestricted one reaches every service on the libvirt host's loopback.
+// relay is the command of a guest forward's connection to a host address.
+func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec, relay func(host string) string) {
+	if n == nil {
+		n = &NetworkSpec{User: &UserNetwork{}}
+	}
 	virtio := &libvirtxml.DomainInterfaceModel{Type: "virtio"}
 	switch {
-	case n != nil && n.Name != "":
+	case n.Name != "":
 		dom.Devices.Interfaces = []libvirtxml.DomainInterface{{
 			Source: &libvirtxml.DomainInterfaceSource{Network: &libvirtxml.DomainInterfaceSourceNetwork{Network: n.Name}},
 			Model:  virtio,
 		}}
-	case n != nil && n.User != nil && (n.User.Restrict || len(n.User.GuestForwards) > 0):
+	case n.User != nil && (n.User.restricted() || len(n.User.GuestForwards) > 0):
 		dom.QEMUCommandline = &libvirtxml.DomainQEMUCommandline{Args: []libvirtxml.DomainQEMUCommandlineArg{
-			{Value: "-netdev"}, {Value: userNetdev(n.User, relayBinary)},
+			{Value: "-netdev"}, {Value: userNetdev(n.User, relay)},
 			// At the last slot of the i440fx root bus: libvirt, which does
 			// not know of this device, allocates the slots from 2 upwards.
 			{Value: "-device"}, {Value: "virtio-net-pci,netdev=" + userNetID + ",bus=pci.0,addr=0x1f"},
@@ -237,16 +242,16 @@ func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec, relayBinary string) {
 const seccompSandboxCapability = "seccomp-sandbox"
 
 // userNetdev is QEMU's -netdev value for a user-mode network. Each guest
-// forward runs `RELAY relay HOST` per connection: QEMU splits the command
+// forward runs the relay command per connection: QEMU splits the command
 // into words (no shell), and its option syntax ends the value at a comma,
 // which the spec's and the relay binary's checks keep out.
-func userNetdev(u *UserNetwork, relayBinary string) string {
+func userNetdev(u *UserNetwork, relay func(host string) string) string {
 	parts := []string{"user", "id=" + userNetID}
-	if u.Restrict {
+	if u.restricted() {
 		parts = append(parts, "restrict=on")
 	}
 	for _, f := range u.GuestForwards {
-		parts = append(parts, "guestfwd=tcp:"+f.Guest+"-cmd:"+relayBinary+" "+RelayCommand+" "+f.Host)
+		parts = append(parts, "guestfwd=tcp:"+f.Guest+"-cmd:"+relay(f.Host))
 	}
 	return strings.Join(parts, ",")
 }

@@ -2,7 +2,6 @@ package libvirt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -70,6 +69,8 @@ type Options struct {
 	// forward (millwright-libvirt). Without it, a class with guest
 	// forwards cannot be created (FailedPrecondition).
 	RelayBinary string
+	// Policy is what classes may use of the libvirt host.
+	Policy Policy
 }
 
 // Driver runs each Machine as a libvirt domain. See docs/providers/libvirt.md.
@@ -168,7 +169,11 @@ func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1a
 	if err := checkMachine(m); err != nil {
 		return nil, err
 	}
-	c, err := d.conns.get(ctx, machineURI(m, s))
+	uri := machineURI(m, s)
+	if err := d.checkURI(uri); err != nil {
+		return nil, err
+	}
+	c, err := d.conns.get(ctx, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +193,9 @@ func (d *Driver) beginDelete(ctx context.Context, class *v1alpha1.MachineClass, 
 	}
 	s, err := d.classSpec(class)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.checkURI(s.URI); err != nil {
 		return nil, err
 	}
 	c, err := d.conns.get(ctx, s.URI)
@@ -304,7 +312,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.CreateMachineRequest) error {
 	m := req.Machine
 	name := domainName(m)
-	if err := checkFiles(c.uri, s); err != nil {
+	if err := d.checkPolicy(s); err != nil {
 		return err
 	}
 	if err := d.checkRelay(c.uri, s); err != nil {
@@ -368,7 +376,7 @@ func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.Creat
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	x, err := domainXML(name, virtType, s, meta, s.Image != "", d.opts.RelayBinary)
+	x, err := domainXML(name, virtType, s, meta, s.Image != "", d.relay())
 	if err != nil {
 		return driver.Errorf(driver.Internal, "domain XML: %v", err)
 	}
@@ -427,28 +435,6 @@ func (c *conn) checkNetwork(n *NetworkSpec) error {
 	}
 	if err != nil {
 		return c.errorf(err, "looking up network %s", n.Name)
-	}
-	return nil
-}
-
-// checkFiles checks that the boot files exist, when libvirt runs on this
-// host (a remote daemon's files cannot be seen from here; libvirt reports
-// them missing when the domain starts).
-func checkFiles(uri string, s *spec) error {
-	if u, err := url.Parse(uri); err != nil || u.Host != "" {
-		return nil
-	}
-	for _, f := range []struct{ field, path string }{{"kernel", s.Kernel}, {"initramfs", s.Initramfs}} {
-		if f.path == "" {
-			continue
-		}
-		fi, err := os.Stat(f.path)
-		if err == nil && !fi.Mode().IsRegular() {
-			err = errors.New("not a regular file")
-		}
-		if err != nil {
-			return invalid("providerSpec."+f.field, "%q: %v", f.path, err)
-		}
 	}
 	return nil
 }
@@ -583,6 +569,9 @@ func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesReque
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkURI(s.URI); err != nil {
+		return nil, err
+	}
 	c, err := d.conns.get(ctx, s.URI)
 	if err != nil {
 		return nil, err
@@ -609,7 +598,9 @@ func (c *conn) owned() (map[string]*Meta, error) {
 	}
 	out := map[string]*Meta{}
 	for _, dom := range doms {
-		if !strings.HasPrefix(dom.Name, domainPrefix) {
+		// A KVM probe (transient, without metadata; maybe another driver
+		// instance's, running) is no Machine's.
+		if !strings.HasPrefix(dom.Name, domainPrefix) || strings.HasPrefix(dom.Name, probePrefix) {
 			continue
 		}
 		meta, err := c.meta(dom)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,7 @@ import (
 func TestInvalidProviderSpecNamesTheField(t *testing.T) {
 	d := newDriver(t)
 	pool := fmt.Sprintf("%q", fixture.pool)
+	bootFile := fmt.Sprintf("%q", writeBootFile(t, "boot-file"))
 	for _, tc := range []struct{ spec, field string }{
 		{``, "providerSpec"},
 		{`{"image":"x","pool":` + pool + `,"colour":"red"}`, "providerSpec.colour"},
@@ -37,9 +39,9 @@ func TestInvalidProviderSpecNamesTheField(t *testing.T) {
 		{`{"image":"x","pool":` + pool + `,"domainType":"auto"}`, "providerSpec.domainType"},
 		{`{"memory":"128Mi"}`, "providerSpec.kernel"},
 		{`{"image":"x","pool":` + pool + `,"cmdline":"root=/dev/vda"}`, "providerSpec.initramfs"},
-		{`{"kernel":"/proc/version","image":"no-such-image","pool":` + pool + `}`, "providerSpec.image"},
+		{`{"kernel":` + bootFile + `,"image":"no-such-image","pool":` + pool + `}`, "providerSpec.image"},
 		{`{"kernel":"/nonexistent/vmlinuz"}`, "providerSpec.kernel"},
-		{`{"kernel":"/proc/version","initramfs":"/nonexistent/initrd.img"}`, "providerSpec.initramfs"},
+		{`{"kernel":` + bootFile + `,"initramfs":` + fmt.Sprintf("%q", filepath.Join(fixture.dir, "no-such-initrd.img")) + `}`, "providerSpec.initramfs"},
 		{`{"kernel":"/proc","initramfs":"/proc/version"}`, "providerSpec.kernel"},
 		{`{"image":"no-such-image","pool":` + pool + `}`, "providerSpec.image"},
 		{`{"image":"x","pool":"no-such-pool"}`, "providerSpec.pool"},

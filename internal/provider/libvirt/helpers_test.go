@@ -44,10 +44,11 @@ const timeoutBoot = 2 * time.Minute
 
 func TestMain(m *testing.M) {
 	// QEMU runs a copy of this binary as a guest forward's relay
-	// (TestGuestForwardRelaysEachConnection).
-	if len(os.Args) == 3 && os.Args[1] == RelayCommand {
+	// (TestGuestForwardRelaysEachConnection): relay --vm DOMAIN
+	// --max-connections N HOST.
+	if len(os.Args) > 2 && os.Args[1] == RelayCommand {
 		if g, err := relay.Stdio(); err == nil {
-			_ = relay.Run(context.Background(), g, os.Args[2])
+			_ = relay.Run(context.Background(), g, os.Args[len(os.Args)-1])
 		}
 		os.Exit(0)
 	}
@@ -104,7 +105,7 @@ func setUpFixture(dir string) (func(), error) {
 
 // newDriver returns a driver logging consoles into the fixture's directory.
 func newDriver(t testing.TB) *Driver {
-	d := New(Options{ConsoleDir: fixture.consoleDir})
+	d := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir})
 	t.Cleanup(d.Close)
 	return d
 }
@@ -189,4 +190,10 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return c
+}
+
+// testPolicy lets the tests' classes boot the files in the fixture's
+// directory and forward guests to the host's loopback.
+func testPolicy() Policy {
+	return Policy{BootFileDirs: []string{fixture.dir}, AllowedForwards: []string{"127.0.0.1"}}
 }

@@ -210,7 +210,7 @@ func TestDeleteGracePeriodSurvivesADriverRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	restarted := New(Options{ConsoleDir: fixture.consoleDir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	restarted := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(restarted.Close)
 	if _, err := restarted.DeleteMachine(short(), req); err != nil {
 		t.Fatalf("DeleteMachine by a restarted driver after the grace period: %v; want the domain destroyed", err)

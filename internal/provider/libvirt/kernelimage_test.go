@@ -15,7 +15,7 @@ func TestKernelBootsImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := domainXML("mw-x", DomainTypeQEMU, s, &Meta{Name: "x"}, true, "")
+	x, err := domainXML("mw-x", DomainTypeQEMU, s, &Meta{Name: "x"}, true, relayCmd{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -140,8 +141,8 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 		}
 		return Verdict{Why: "the host offers no KVM: " + err.Error()}, nil
 	}
-	destroyStaleProbes(c)
-	name := fmt.Sprintf("%s%d", probePrefix, time.Now().UnixNano())
+	destroyStaleProbes(c, time.Now().Add(-2*d.opts.ProbeTimeout))
+	name := probeName(time.Now())
 	log := ConsoleLog(d.opts.ConsoleDir, name)
 	defer os.Remove(log)
 	defer os.Remove(QEMULog(d.opts.QEMULogDir, name))
@@ -173,18 +174,32 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 	return Verdict{Why: fmt.Sprintf("a KVM guest did not finish booting its kernel within %s (broken nested virtualization hangs so)", d.opts.ProbeTimeout)}, nil
 }
 
+// probeName names a probe domain started at: the start time in its name
+// tells a stale probe from one another driver instance is running.
+func probeName(started time.Time) string {
+	return probePrefix + strconv.FormatInt(started.UnixNano(), 10)
+}
+
 // destroyStaleProbes destroys the probe domains a driver stopped mid-probe
 // left running: transient, they go away once destroyed, and a probe's
-// kernel halts without powering off, so nothing else would end them.
-func destroyStaleProbes(c *conn) {
+// kernel halts without powering off, so nothing else would end them. Only
+// those started before staleBefore: a younger one is another driver
+// instance's probe, running (each ends within its probe timeout), and
+// destroying it would make that probe's verdict a wrong "qemu".
+func destroyStaleProbes(c *conn, staleBefore time.Time) {
 	doms, _, err := c.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsActive|golibvirt.ConnectListDomainsTransient)
 	if err != nil {
 		return // the probe itself will say what is wrong
 	}
 	for _, dom := range doms {
-		if strings.HasPrefix(dom.Name, probePrefix) {
-			_ = c.l.DomainDestroy(dom)
+		started, ok := strings.CutPrefix(dom.Name, probePrefix)
+		if !ok {
+			continue
 		}
+		if ns, err := strconv.ParseInt(started, 10, 64); err == nil && time.Unix(0, ns).After(staleBefore) {
+			continue
+		}
+		_ = c.l.DomainDestroy(dom)
 	}
 }
 

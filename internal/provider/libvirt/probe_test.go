@@ -43,7 +43,7 @@ func createWhenProbed(t *testing.T, d *Driver, req *driver.CreateMachineRequest)
 // verdict, the domain has the verdict's type, and a VM of that type boots
 // its kernel (a wrong "kvm" where KVM guests hang would not).
 func TestAutoDomainTypeBoots(t *testing.T) {
-	d := New(Options{ConsoleDir: fixture.consoleDir, ProbeTimeout: probeTimeout})
+	d := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir, ProbeTimeout: probeTimeout})
 	t.Cleanup(d.Close)
 	spec := fmt.Sprintf(`{"memory":"128Mi","domainType":"auto","kernel":%q,"initramfs":%q,"pool":%q,"shutdownGracePeriod":"0s"}`,
 		testKernel(t), emptyInitramfs(t, fixture.dir), fixture.pool)
@@ -53,16 +53,22 @@ func TestAutoDomainTypeBoots(t *testing.T) {
 	t.Cleanup(func() { _, _ = d.DeleteMachine(ctx(t), &driver.DeleteMachineRequest{Machine: m, MachineClass: cl}) })
 
 	// A probe domain a driver killed mid-probe left running: the next
-	// probe destroys it (leftovers checks at the end).
-	stale, err := probeXML(probePrefix+"stale", testKernel(t), filepath.Join(fixture.dir, "stale-probe.log"))
-	if err != nil {
-		t.Fatal(err)
+	// probe destroys it (leftovers checks at the end). A probe another
+	// driver instance started a moment ago is running: it stays.
+	startProbeDomain := func(name string) golibvirt.Domain {
+		x, err := probeXML(name, testKernel(t), filepath.Join(fixture.dir, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dom, err := libvirtConn(t).DomainCreateXML(strings.Replace(x, `type="kvm"`, `type="qemu"`, 1), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = libvirtConn(t).DomainDestroy(dom) })
+		return dom
 	}
-	staleDom, err := libvirtConn(t).DomainCreateXML(strings.Replace(stale, `type="kvm"`, `type="qemu"`, 1), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = libvirtConn(t).DomainDestroy(staleDom) })
+	startProbeDomain(probeName(time.Now().Add(-time.Hour)))
+	another := startProbeDomain(probeName(time.Now()))
 
 	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -77,6 +83,12 @@ func TestAutoDomainTypeBoots(t *testing.T) {
 		t.Fatalf("no KVM verdict after the create (%+v, %v)", verdict, ok)
 	}
 	t.Logf("KVM verdict: %+v", verdict)
+	if active, err := libvirtConn(t).DomainIsActive(another); err != nil || active != 1 {
+		t.Fatalf("the probe another driver instance had just started was destroyed (active %d, %v)", active, err)
+	}
+	if err := libvirtConn(t).DomainDestroy(another); err != nil {
+		t.Fatal(err)
+	}
 	want := DomainTypeQEMU
 	if verdict.KVM {
 		want = DomainTypeKVM
@@ -93,7 +105,7 @@ func TestAutoDomainTypeBoots(t *testing.T) {
 // TestAutoDomainTypeKernelThatDoesNotStart checks a probe whose KVM guest
 // does not even start (its kernel is no kernel) ends in the verdict qemu.
 func TestAutoDomainTypeKernelThatDoesNotStart(t *testing.T) {
-	d := New(Options{ConsoleDir: fixture.consoleDir, ProbeTimeout: probeTimeout})
+	d := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir, ProbeTimeout: probeTimeout})
 	t.Cleanup(d.Close)
 	junk := filepath.Join(fixture.dir, "not-a-kernel")
 	if err := os.WriteFile(junk, []byte("not a kernel"), 0o644); err != nil {

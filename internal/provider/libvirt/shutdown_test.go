@@ -183,7 +183,7 @@ func agentVM(t *testing.T, name string, grace time.Duration) (*Driver, *syncBuff
 	kernel := testKernel(t)
 	initramfs := qemuReadable(t, repoFile(t, "bin/vm/initramfs.img"), "initramfs")
 	logs := &syncBuffer{}
-	d := New(Options{ConsoleDir: fixture.consoleDir, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	d := New(Options{Policy: testPolicy(), ConsoleDir: fixture.consoleDir, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	t.Cleanup(d.Close)
 	cl := class(name, fmt.Sprintf(`{"memory":"256Mi","domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 panic=-1","pool":%q,"shutdownGracePeriod":%q,"network":{"user":{}}}`,
 		kernel, initramfs, fixture.pool, grace))

@@ -66,7 +66,10 @@ type NetworkSpec struct {
 // UserNetwork is QEMU's user-mode (slirp) network.
 type UserNetwork struct {
 	// Restrict isolates the guest: it reaches only the GuestForwards.
-	Restrict bool `json:"restrict,omitempty"`
+	// Default true; false only where the driver allows it (an
+	// unrestricted guest reaches the libvirt host's loopback), and never
+	// with GuestForwards.
+	Restrict *bool `json:"restrict,omitempty"`
 	// GuestForwards connect addresses the guest dials to host addresses,
 	// each connection on its own (QEMU runs the driver's relay for it).
 	GuestForwards []GuestForward `json:"guestForwards,omitempty"`
@@ -231,6 +234,9 @@ func (n *NetworkSpec) validate() error {
 	if n.User == nil {
 		return nil
 	}
+	if !n.User.restricted() && len(n.User.GuestForwards) > 0 {
+		return invalid("providerSpec.network.user.restrict", "must not be false with guestForwards: an unrestricted guest reaches the libvirt host's loopback around them")
+	}
 	for i, f := range n.User.GuestForwards {
 		field := fmt.Sprintf("providerSpec.network.user.guestForwards[%d]", i)
 		gh, gp, err := net.SplitHostPort(f.Guest)
@@ -256,3 +262,7 @@ func validPort(p string) bool {
 func invalid(path, format string, args ...any) error {
 	return driver.Errorf(driver.InvalidArgument, "%s: %s", path, fmt.Sprintf(format, args...))
 }
+
+// restricted reports whether the user network is restricted: unless the
+// spec says false.
+func (u *UserNetwork) restricted() bool { return u.Restrict == nil || *u.Restrict }
