@@ -66,6 +66,9 @@ func TestChartInstalls(t *testing.T) {
 			checkWiring(t, ns, c.values, r)
 			apply(t, ns, c.values, r)
 			checkAccess(context.Background(), t, ns, c.values)
+			if value(c.values, "manager.bootstrapTokenPolicy") == true {
+				checkTokenPolicy(context.Background(), t, ns)
+			}
 		})
 	}
 }
