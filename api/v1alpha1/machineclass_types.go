@@ -27,7 +27,8 @@ type MachineClassSpec struct {
 	// SecretRef names a Secret whose data is passed to the driver. Its key
 	// "userData" is the VM's boot script; the placeholders <<MACHINE_NAME>> and
 	// <<BOOTSTRAP_TOKEN>> in it are replaced per Machine. An empty namespace
-	// means the class's namespace.
+	// means the class's namespace; another namespace is refused (the
+	// Machine waits, BootstrapReady reason SecretRefused).
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && !format.dns1123Subdomain().validate(self.name).hasValue()",message="spec.secretRef.name must be a Secret name (a DNS subdomain)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || self.__namespace__.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.secretRef.namespace must be a namespace name (a DNS label)"
@@ -35,7 +36,8 @@ type MachineClassSpec struct {
 
 	// CredentialsSecretRef names a Secret with the cloud credentials, so that
 	// classes with different user data can share one credentials Secret. Its
-	// data is merged over SecretRef's when passed to the driver.
+	// data is merged over SecretRef's when passed to the driver. Like
+	// SecretRef, it names a Secret of the class's namespace.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="has(self.name) && !format.dns1123Subdomain().validate(self.name).hasValue()",message="spec.credentialsSecretRef.name must be a Secret name (a DNS subdomain)"
 	// +kubebuilder:validation:XValidation:rule="!has(self.__namespace__) || self.__namespace__.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.credentialsSecretRef.namespace must be a namespace name (a DNS label)"

@@ -13,9 +13,11 @@ const (
 	ReasonClassNotFound = "ClassNotFound"
 	// ReasonClassGone: the class is not found, and the Machine recorded
 	// a create made with it (its VM may exist); see classMissing.
-	ReasonClassGone            = "ClassGone"
-	ReasonDriverNotRegistered  = "DriverNotRegistered"
-	ReasonSecretNotFound       = "SecretNotFound"
+	ReasonClassGone           = "ClassGone"
+	ReasonDriverNotRegistered = "DriverNotRegistered"
+	ReasonSecretNotFound      = "SecretNotFound"
+	// ReasonSecretRefused: the class names a Secret of another namespace.
+	ReasonSecretRefused        = "SecretRefused"
 	ReasonBootstrapDataMissing = "BootstrapDataMissing"
 	ReasonBootstrapDataReady   = "BootstrapDataReady"
 	ReasonCreating             = "Creating"
@@ -44,7 +46,7 @@ const (
 // prerequisite is missing: the Machine is Pending, not Provisioning.
 var pendingReasons = map[string]bool{
 	ReasonClassNotFound: true, ReasonClassGone: true, ReasonDriverNotRegistered: true,
-	ReasonSecretNotFound: true, ReasonBootstrapDataMissing: true,
+	ReasonSecretNotFound: true, ReasonSecretRefused: true, ReasonBootstrapDataMissing: true,
 	contract.ReasonKindUnknown: true, contract.ReasonContractMissing: true, contract.ReasonObjectNotFound: true,
 	contract.ReasonForbidden: true, contract.ReasonOwnedElsewhere: true,
 }

@@ -37,6 +37,11 @@ func (r *Reconciler) driverSecret(ctx context.Context, s *scope, class *v1alpha1
 		r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonSecretNotFound, missing.Error())
 		return nil, nil
 	}
+	var refused *classsecret.OtherNamespaceError
+	if errors.As(err, &refused) {
+		r.missing(s, v1alpha1.BootstrapReadyCondition, ReasonSecretRefused, refused.Error())
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
