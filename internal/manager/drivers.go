@@ -60,6 +60,9 @@ func (o *Options) connectDrivers(ctx context.Context, log logr.Logger, target cl
 			// Over the network the driver and the manager prove who they
 			// are (docs/security.md); a unix socket's permissions do that.
 			opts = append(opts, driver.WithTLS(o.DriverTLS))
+			if o.DriverTLS.IsZero() {
+				log.Info("dialling a driver over TCP without --driver-tls-*: the connection is neither authenticated nor encrypted (docs/security.md)", "driver", spec.Name, "endpoint", spec.Endpoint)
+			}
 		}
 		c, err := driver.Dial(spec.Endpoint, opts...)
 		if err != nil {

@@ -112,6 +112,9 @@ func ServeEndpoint(ctx context.Context, endpoint string, d Driver, opts ...Serve
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	slog.Info("serving driver", "endpoint", endpoint, "address", lis.Addr().String(), "mutualTLS", !files.IsZero())
+	if ep.network == "tcp" && files.IsZero() {
+		slog.Warn("serving the driver over TCP without TLS: whoever reaches the port can create and delete VMs and reads what the manager sends (docs/security.md)", "endpoint", endpoint)
+	}
 
 	select {
 	case err := <-served:
