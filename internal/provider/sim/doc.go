@@ -63,6 +63,7 @@
 //	  "bootDelay": "2s",                  // creation until the Node registers (durations: 0 to 1h)
 //	  "bootJitter": "1s",                 // plus up to this much, per VM
 //	  "requireInitialization": true,      // VMs are Uninitialized until InitializeMachine ran
+//	  "capacityType": "spot",             // or "on-demand": reported as node.millwright.dev/capacity-type
 //	  "faults": {
 //	    "seed": 42,                       // of the deterministic random source
 //	    "create": {                       // also: initialize, delete, getStatus, list, update

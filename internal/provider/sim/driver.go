@@ -115,6 +115,7 @@ func (s *Sim) CreateMachine(ctx context.Context, req *driver.CreateMachineReques
 		NodeName:       out.NodeName,
 		LastKnownState: encodeState(&out, "Created"),
 		Addresses:      addresses(&out),
+		NodeLabels:     c.spec.nodeLabels(),
 	}, nil
 }
 
@@ -242,6 +243,7 @@ func (s *Sim) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatus
 		ProviderID: vms[0].ProviderID,
 		NodeName:   vms[0].NodeName,
 		Addresses:  addresses(&vms[0]),
+		NodeLabels: c.spec.nodeLabels(),
 	}, nil
 }
 

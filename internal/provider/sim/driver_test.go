@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -191,6 +192,27 @@ func TestGetMachineStatus(t *testing.T) {
 	}
 	if _, err := status(s, machine("m1", "plain"), plain); err != nil {
 		t.Fatalf("status after the orphan went: %v", err)
+	}
+}
+
+// TestCapacityTypeIsANodeLabel: a class with capacityType has the sim
+// report it as driver.CapacityTypeLabel from CreateMachine and
+// GetMachineStatus; a class without reports no labels.
+func TestCapacityTypeIsANodeLabel(t *testing.T) {
+	s, _ := newTestSim(t, Options{})
+	spot := class("spot", `{"region":"local","zones":["local-a"],"capacityType":"spot"}`)
+	plain := class("plain", basicSpec)
+	want := map[string]string{driver.CapacityTypeLabel: "spot"}
+	created := mustCreate(t, s, machine("m1", "spot"), spot)
+	if !maps.Equal(created.NodeLabels, want) {
+		t.Errorf("CreateMachine's NodeLabels = %v, want %v", created.NodeLabels, want)
+	}
+	got, err := status(s, machine("m1", "spot"), spot)
+	if err != nil || !maps.Equal(got.NodeLabels, want) {
+		t.Errorf("GetMachineStatus = %+v, %v; want NodeLabels %v", got, err, want)
+	}
+	if created := mustCreate(t, s, machine("m2", "plain"), plain); created.NodeLabels != nil {
+		t.Errorf("a class without capacityType: NodeLabels = %v, want none", created.NodeLabels)
 	}
 }
 

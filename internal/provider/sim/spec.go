@@ -40,6 +40,12 @@ type ProviderSpec struct {
 	// until InitializeMachine ran. Without it VMs are born initialized and
 	// InitializeMachine has nothing to do.
 	RequireInitialization bool `json:"requireInitialization,omitempty"`
+	// CapacityType is how the class's VMs are bought, "spot" or
+	// "on-demand", as a cloud's would be; empty for neither. The sim
+	// reports it in CreateMachine's and GetMachineStatus's NodeLabels
+	// (driver.CapacityTypeLabel), so the manager's path from a driver's
+	// labels to the Machine and its Node runs against the sim too.
+	CapacityType string `json:"capacityType,omitempty"`
 	// Faults injects failures, latency and misbehaving VMs.
 	Faults *Faults `json:"faults,omitempty"`
 }
@@ -129,6 +135,7 @@ type classSpec struct {
 	bootDelay    time.Duration
 	bootJitter   time.Duration
 	requireInit  bool
+	capacityType string
 	faults       faultSpec
 }
 
@@ -250,6 +257,12 @@ func (ps *ProviderSpec) compile() (*classSpec, error) {
 		return nil, err
 	}
 	cs.requireInit = ps.RequireInitialization
+	switch ps.CapacityType {
+	case "", driver.CapacityTypeSpot, driver.CapacityTypeOnDemand:
+		cs.capacityType = ps.CapacityType
+	default:
+		return nil, invalid("providerSpec.capacityType", "%q is neither %q nor %q", ps.CapacityType, driver.CapacityTypeSpot, driver.CapacityTypeOnDemand)
+	}
 	if cs.faults, err = compileFaults(ps.Faults, cs.zones); err != nil {
 		return nil, err
 	}
@@ -393,4 +406,12 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// nodeLabels are the labels the sim reports for the Nodes of its VMs.
+func (cs *classSpec) nodeLabels() map[string]string {
+	if cs.capacityType == "" {
+		return nil
+	}
+	return map[string]string{driver.CapacityTypeLabel: cs.capacityType}
 }

@@ -12,7 +12,7 @@ import (
 func TestDecodeProviderSpecAcceptsAFullSpec(t *testing.T) {
 	raw := `{
 	  "region": "local", "zones": ["local-a", "local-b"], "instanceType": "sim.large",
-	  "tags": {"team": "infra"}, "bootDelay": "2s", "bootJitter": "1s", "requireInitialization": true,
+	  "tags": {"team": "infra"}, "bootDelay": "2s", "bootJitter": "1s", "requireInitialization": true, "capacityType": "spot",
 	  "faults": {
 	    "seed": 42,
 	    "create": {"latency": "500ms", "jitter": "250ms", "code": "Unavailable", "count": 2, "afterEffect": true},
@@ -30,7 +30,7 @@ func TestDecodeProviderSpecAcceptsAFullSpec(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a valid providerSpec was refused: %v", err)
 	}
-	if ps.Region != "local" || cs.instanceType.Name != "sim.large" || cs.bootDelay != 2*time.Second || !cs.requireInit {
+	if ps.Region != "local" || cs.instanceType.Name != "sim.large" || cs.bootDelay != 2*time.Second || !cs.requireInit || cs.capacityType != "spot" {
 		t.Errorf("decoded %+v / %+v", ps, cs)
 	}
 	create := cs.faults.ops[opCreate]
@@ -88,6 +88,7 @@ func TestDecodeProviderSpecRefusesBadInput(t *testing.T) {
 		{"zone not a label", `{"region":"local","zones":["a","B b"]}`, "providerSpec.zones[1]: \"B b\" is not a DNS label"},
 		{"zone twice", `{"region":"local","zones":["a","b","a"]}`, "providerSpec.zones[2]: zone \"a\" is listed twice"},
 		{"unknown instance type", `{` + ok + `,"instanceType":"m5.large"}`, "providerSpec.instanceType: unknown instance type \"m5.large\""},
+		{"capacity type unknown", `{` + ok + `,"capacityType":"reserved"}`, "providerSpec.capacityType: \"reserved\" is neither \"spot\" nor \"on-demand\""},
 		{"tag key empty", `{` + ok + `,"tags":{"":"x"}}`, "providerSpec.tags: tag key \"\" must be 1 to"},
 		{"tag value not a string", `{` + ok + `,"tags":{"a":1}}`, "providerSpec.tags: must be a string"},
 		{"tag value too long", `{` + ok + `,"tags":{"a":"` + strings.Repeat("x", 300) + `"}}`, "providerSpec.tags.a: must be at most 256"},
