@@ -3,6 +3,7 @@ package machine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,7 +68,7 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 	switch outcome := driverpolicy.ClassifyError(driver.MethodGetMachineStatus, err); outcome.Action {
 	case driverpolicy.Continue:
 		s.vmProgress = status.Progress
-		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, s.machine.Status.LastKnownState)
+		d.recordVM(ctx, s, status.ProviderID, status.NodeName, status.Addresses, status.NodeLabels, s.machine.Status.LastKnownState)
 		return d.provisioned(s), nil
 	case driverpolicy.CreateVM:
 		if vmLost(s, err) {
@@ -203,7 +204,7 @@ func (d *driverInfra) created(ctx context.Context, s *scope, resp *driver.Create
 	if err != nil {
 		return d.r.failed(s, v1alpha1.OperationCreate, driver.MethodCreateMachine, err), nil
 	}
-	if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.LastKnownState); err != nil {
+	if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.NodeLabels, resp.LastKnownState); err != nil {
 		return reconcile.Result{}, err
 	}
 	s.operation(v1alpha1.OperationCreate, v1alpha1.OperationSucceeded, "", "created VM "+resp.ProviderID)
@@ -226,7 +227,7 @@ func (d *driverInfra) initialize(ctx context.Context, s *scope, secret *corev1.S
 	})
 	switch driverpolicy.ClassifyError(driver.MethodInitializeMachine, err).Action {
 	case driverpolicy.Continue:
-		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, nil, s.machine.Status.LastKnownState); err != nil {
+		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, nil, nil, s.machine.Status.LastKnownState); err != nil {
 			return reconcile.Result{}, err
 		}
 		s.operation(v1alpha1.OperationInitialize, v1alpha1.OperationSucceeded, "", "initialized VM "+s.machine.Spec.ProviderID)
@@ -249,9 +250,11 @@ func (d *driverInfra) provisioned(s *scope) reconcile.Result {
 }
 
 // recordVM stores what the driver reported. The providerID is written to
-// the spec at once: it is how every later step finds the VM again.
-func (d *driverInfra) recordVM(ctx context.Context, s *scope, providerID, nodeName string, addrs []v1alpha1.MachineAddress, lastKnownState string) error {
+// the spec at once: it is how every later step finds the VM again. The
+// driver's Node labels ride along with it (see recordNodeLabels).
+func (d *driverInfra) recordVM(ctx context.Context, s *scope, providerID, nodeName string, addrs []v1alpha1.MachineAddress, nodeLabels map[string]string, lastKnownState string) error {
 	m := s.machine
+	recordNodeLabels(s, nodeLabels)
 	if providerID != "" && m.Spec.ProviderID == "" {
 		m.Spec.ProviderID = providerID
 		d.recordAppliedSpec(s) // rides along with the providerID: one write
@@ -281,7 +284,7 @@ func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Res
 	}
 	if resp, err, ok := d.r.creates.result(s.machine.UID); ok && err == nil {
 		s.createRecorded = true
-		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.LastKnownState); err != nil {
+		if err := d.recordVM(ctx, s, resp.ProviderID, resp.NodeName, resp.Addresses, resp.NodeLabels, resp.LastKnownState); err != nil {
 			return false, reconcile.Result{}, err
 		}
 	}
@@ -343,4 +346,28 @@ func (d *driverInfra) recordAppliedSpec(s *scope) {
 		s.machine.Annotations = map[string]string{}
 	}
 	s.machine.Annotations[v1alpha1.LastAppliedProviderSpecAnnotation] = string(d.class.Spec.ProviderSpec.Raw)
+}
+
+// recordNodeLabels puts the Node labels a driver reported (e.g. the
+// capacity type) on the Machine's labels, where users select Machines by
+// them and from where syncNode puts them on the Node (see
+// desiredNodeState). Only keys under driver.NodeLabelPrefix are taken: a
+// driver must not set roles or labels the kubelet, the scheduler or
+// other controllers own (docs/writing-a-driver.md); the others are
+// dropped and logged. Labels are only added or changed, never removed: a
+// VM's facts do not change, and a driver that says nothing this time
+// (an older version, a call that could not tell) must not erase them.
+func recordNodeLabels(s *scope, labels map[string]string) {
+	allowed, refused := driver.AllowedNodeLabels(labels)
+	if len(refused) > 0 {
+		s.log.Info("the driver reported Node labels it may not set; they are ignored (docs/writing-a-driver.md)", "refused", refused)
+	}
+	if len(allowed) == 0 {
+		return
+	}
+	m := s.machine
+	if m.Labels == nil {
+		m.Labels = make(map[string]string, len(allowed))
+	}
+	maps.Copy(m.Labels, allowed)
 }

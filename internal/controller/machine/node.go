@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // NodeProviderIDIndex indexes Nodes by spec.providerID in the target cache.
@@ -164,20 +166,31 @@ func backReferences(m *v1alpha1.Machine) map[string]string {
 	return refs
 }
 
-// desiredNodeState is the Machine's nodeTemplate, with its zone
+// desiredNodeState is the Machine's nodeTemplate, with the Machine's own
+// labels under driver.NodeLabelPrefix (what its driver reported of the
+// VM, e.g. the capacity type: see recordNodeLabels) and its zone
 // (spec.failureDomain) as the Node's topology.kubernetes.io/zone: the
 // scheduler's topology spread sees where the spread put the Machine
 // (docs/failure-domains.md), whatever the kubelet or the cloud provider
-// reported.
+// reported. A fact about the VM wins over a template that says otherwise.
 func desiredNodeState(m *v1alpha1.Machine) nodeState {
 	t := m.Spec.NodeTemplate
 	labels := t.Metadata.Labels
-	if fd := m.Spec.FailureDomain; fd != "" {
+	vm := map[string]string{}
+	for k, v := range m.Labels {
+		if strings.HasPrefix(k, driver.NodeLabelPrefix) {
+			vm[k] = v
+		}
+	}
+	if fd := m.Spec.FailureDomain; fd != "" || len(vm) > 0 {
 		labels = maps.Clone(labels)
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		labels[corev1.LabelTopologyZone] = fd
+		maps.Copy(labels, vm)
+		if fd != "" {
+			labels[corev1.LabelTopologyZone] = fd
+		}
 	}
 	return nodeState{Labels: labels, Annotations: t.Metadata.Annotations, Taints: t.Taints}
 }
