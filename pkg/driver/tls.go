@@ -62,18 +62,29 @@ func (f TLSFiles) load(what string) (tls.Certificate, *x509.CertPool, error) {
 	return cert, pool, nil
 }
 
+// keyPair reads f's certificate and key again: at each new connection, so
+// that a renewed certificate (cert-manager rewrites the mounted Secret's
+// files) is used without a restart. The CA is read once, at start.
+func (f TLSFiles) keyPair() (*tls.Certificate, error) {
+	cert, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, err
+	}
+	return &cert, nil
+}
+
 // serverCredentials are the plugin's: its certificate, and a client
 // certificate from f.CA required of every connection (TLS 1.3).
 func serverCredentials(f TLSFiles) (credentials.TransportCredentials, error) {
-	cert, pool, err := f.load("driver TLS")
+	_, pool, err := f.load("driver TLS")
 	if err != nil {
 		return nil, err
 	}
 	return credentials.NewTLS(&tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
+		MinVersion:     tls.VersionTLS13,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return f.keyPair() },
+		ClientAuth:     tls.RequireAndVerifyClientCert,
+		ClientCAs:      pool,
 	}), nil
 }
 
@@ -87,14 +98,15 @@ func WithTLS(f TLSFiles) DialOption {
 
 // clientCredentials are the manager's for the plugin.
 func clientCredentials(f TLSFiles) (grpc.DialOption, error) {
-	cert, pool, err := f.load("driver client TLS")
+	// Read at start to fail early; each connection reads the pair again.
+	_, pool, err := f.load("driver client TLS")
 	if err != nil {
 		return nil, err
 	}
 	return grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		RootCAs:      pool,
+		MinVersion:           tls.VersionTLS13,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return f.keyPair() },
+		RootCAs:              pool,
 	})), nil
 }
 

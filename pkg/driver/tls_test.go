@@ -249,3 +249,56 @@ func TestPartialTLSIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// copyFile replaces dst's content with src's, as the kubelet updates a
+// mounted Secret.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each side reads its certificate and key again at every new connection:
+// a renewed certificate is used without a restart. Replacing a side's
+// files with a certificate its peer refuses makes the next connection
+// fail; replacing them with a valid renewal makes it work again.
+func TestRenewedCertificatesAreRead(t *testing.T) {
+	ca, other := newCA(t, "driver-ca"), newCA(t, "other-ca")
+	serverCert, serverKey := ca.issue(t, "driver", x509.ExtKeyUsageServerAuth, "127.0.0.1")
+	clientCert, clientKey := ca.issue(t, "manager", x509.ExtKeyUsageClientAuth)
+	fake, calls := countedFake("renew")
+	endpoint := serveTLS(t, fake, driver.WithServerTLS(driver.TLSFiles{CA: ca.file, Cert: serverCert, Key: serverKey}))
+	manager := driver.TLSFiles{CA: ca.file, Cert: clientCert, Key: clientKey}
+	first := dialWith(t, endpoint, driver.WithTLS(manager))
+	callUntilServed(t, first)
+	first.Close()
+
+	// The plugin's files now hold a certificate for another host name.
+	wrongHost, wrongHostKey := ca.issue(t, "elsewhere", x509.ExtKeyUsageServerAuth, "192.0.2.1")
+	copyFile(t, wrongHost, serverCert)
+	copyFile(t, wrongHostKey, serverKey)
+	refused(t, "after the plugin's certificate was replaced by one for another host", dialWith(t, endpoint, driver.WithTLS(manager)), calls)
+	renewed, renewedKey := ca.issue(t, "driver-renewed", x509.ExtKeyUsageServerAuth, "127.0.0.1")
+	copyFile(t, renewed, serverCert)
+	copyFile(t, renewedKey, serverKey)
+	c := dialWith(t, endpoint, driver.WithTLS(manager))
+	callUntilServed(t, c)
+	c.Close()
+
+	// The manager's files now hold a certificate of another CA.
+	intruder, intruderKey := other.issue(t, "intruder", x509.ExtKeyUsageClientAuth)
+	copyFile(t, intruder, clientCert)
+	copyFile(t, intruderKey, clientKey)
+	refused(t, "after the manager's certificate was replaced by another CA's", dialWith(t, endpoint, driver.WithTLS(manager)), calls)
+	renewedClient, renewedClientKey := ca.issue(t, "manager-renewed", x509.ExtKeyUsageClientAuth)
+	copyFile(t, renewedClient, clientCert)
+	copyFile(t, renewedClientKey, clientKey)
+	c = dialWith(t, endpoint, driver.WithTLS(manager))
+	defer c.Close()
+	callUntilServed(t, c)
+}
