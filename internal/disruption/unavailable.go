@@ -3,13 +3,7 @@ package disruption
 import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
-	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
-
-// Unavailable is machinefacts.Unavailable, the one definition of an
-// unavailable Machine, which the budgets count. It stays here for the
-// callers in other controllers until they read machinefacts themselves.
-func Unavailable(m *v1alpha1.Machine) (bool, string) { return machinefacts.Unavailable(m) }
 
 // counted reports whether a Machine a budget selects counts in it at all.
 // A failed Machine kept by preservation has been replaced already (its

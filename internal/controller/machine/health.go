@@ -15,7 +15,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
-	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // nodeHealth is the verdict on a Machine's Node.
@@ -90,7 +90,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 		// OwnerRemediated=False when it is to be replaced.
 		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
 	}
-	if disruption.InPlaceInProgress(m) {
+	if machinefacts.InPlaceInProgress(m) {
 		// Drained and rebooting on purpose: the update's own timeout
 		// bounds this (docs/in-place-updates.md), not the health timeout.
 		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil

@@ -69,7 +69,7 @@ func (r *Reconciler) start(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 		}
 		// The reason marks the remediation in flight: the Machine counts
 		// as unavailable in its budgets while the object exists
-		// (disruption.Unavailable), not just for the grant's two minutes.
+		// (machinefacts.Unavailable), not just for the grant's two minutes.
 		v.reason = ReasonExternalRemediation
 		return r.setMachineConditions(ctx, m, v, false, now)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
-	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // TestExternalRemediationCreatesOneObjectPerUnhealthyMachine: with a
@@ -79,7 +79,7 @@ func TestExternalRemediationCreatesOneObjectPerUnhealthyMachine(t *testing.T) {
 		if c == nil || c.Reason != v1alpha1.ExternalRemediationRequestedReason {
 			t.Errorf("Machine %s: HealthCheckSucceeded %+v, want reason %s", m.Name, c, v1alpha1.ExternalRemediationRequestedReason)
 		}
-		if down, why := disruption.Unavailable(got); !down || !strings.Contains(why, "remediated externally") {
+		if down, why := machinefacts.Unavailable(got); !down || !strings.Contains(why, "remediated externally") {
 			t.Errorf("Machine %s: Unavailable = %v (%q), want being remediated externally", m.Name, down, why)
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // Reconciler reconciles MachineHealthChecks.
@@ -233,7 +234,7 @@ func remediable(m *v1alpha1.Machine) (string, bool) {
 	if c := findCondition(m, v1alpha1.PausedCondition); c != nil && c.Status == "True" {
 		return "the Machine is paused: " + c.Message, false
 	}
-	if disruption.InPlaceInProgress(m) {
+	if machinefacts.InPlaceInProgress(m) {
 		// Drained and rebooting on purpose: the update's updateTimeout
 		// bounds it, as Cluster API spares a Machine whose update is in
 		// progress (docs/health-checks.md).
