@@ -36,7 +36,9 @@ type scenario struct {
 	simAdmin string
 	simArgs  []string
 	// vm is the libvirt side of a VM scenario; nil for the sim.
-	vm       *vmWorld
+	vm *vmWorld
+	// aws is the EC2 side of an AWS scenario (aws_test.go); nil otherwise.
+	aws      *awsWorld
 	managers []*manager
 	// extraNodes are Nodes of the scenario not named after its namespace
 	// (orphan VMs' Nodes), deleted at the end.

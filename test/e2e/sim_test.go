@@ -21,6 +21,9 @@ func (s *scenario) vms() ([]sim.VM, error) {
 	if s.vm != nil {
 		return s.vm.vms()
 	}
+	if s.aws != nil {
+		return s.aws.vms(s.ns)
+	}
 	var out []sim.VM
 	return out, s.simGet("/vms?namespace="+s.ns, &out)
 }
