@@ -108,7 +108,8 @@ func TestSpotFallsBackToOnDemand(t *testing.T) {
 		Match: map[string]string{"InstanceMarketOptions.MarketType": "spot"}})
 	m := machine("spot-fallback")
 	m.Spec.FailureDomain = zone
-	inst := instanceOf(t, create(t, d, c, m).ProviderID)
+	resp := create(t, d, c, m)
+	inst := instanceOf(t, resp.ProviderID)
 	runs := p.Params("RunInstances")
 	if p.Hits(spotFault) != 1 || len(runs) != 2 {
 		t.Fatalf("%d RunInstances, %d refused for spot; want a spot one refused, then an on-demand one", len(runs), p.Hits(spotFault))
@@ -120,29 +121,66 @@ func TestSpotFallsBackToOnDemand(t *testing.T) {
 	if ct := tagMap(inst.Tags)[TagCapacityType]; ct != CapacityOnDemand || zoneOf(&inst) != zone {
 		t.Errorf("the instance is %s in %s; want on-demand in %s", ct, zoneOf(&inst), zone)
 	}
+	wantCapacityLabel(t, "CreateMachine after the fallback", resp.NodeLabels, CapacityOnDemand)
+	st, err := d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: c, Secret: testSecret()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCapacityLabel(t, "GetMachineStatus after the fallback", st.NodeLabels, CapacityOnDemand)
 
 	// Both refused: ResourceExhausted, so the manager moves the Machine to
 	// another zone; nothing launched.
 	p.Fail(&motoserver.Fault{Action: "RunInstances", Code: "InsufficientInstanceCapacity"})
 	full := machine("spot-full")
 	full.Spec.FailureDomain = zone
-	_, err := d.CreateMachine(ctxT(t), &driver.CreateMachineRequest{Machine: full, MachineClass: c, Secret: testSecret()})
+	_, err = d.CreateMachine(ctxT(t), &driver.CreateMachineRequest{Machine: full, MachineClass: c, Secret: testSecret()})
 	if driver.CodeOf(err) != driver.ResourceExhausted {
 		t.Errorf("both capacity types refused: %v; want ResourceExhausted", err)
 	}
 
 	p.Clear()
 	spot := machine("spot-accepted")
-	inst = instanceOf(t, create(t, d, c, spot).ProviderID)
+	resp = create(t, d, c, spot)
+	inst = instanceOf(t, resp.ProviderID)
+	wantCapacityLabel(t, "CreateMachine with spot capacity", resp.NodeLabels, CapacitySpot)
 	if ct := tagMap(inst.Tags)[TagCapacityType]; ct != CapacitySpot || inst.InstanceLifecycle != types.InstanceLifecycleTypeSpot {
 		t.Errorf("with spot capacity the instance is tagged %s, lifecycle %q; want spot", ct, inst.InstanceLifecycle)
 	}
-	st, err := d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: spot, MachineClass: c, Secret: testSecret()})
+	st, err = d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: spot, MachineClass: c, Secret: testSecret()})
 	if err != nil || !strings.HasPrefix(st.Progress, "spot instance ") {
-		t.Errorf("GetMachineStatus of the spot instance: %v, %v; want its progress to say spot", st, err)
+		t.Fatalf("GetMachineStatus of the spot instance: %v, %v; want its progress to say spot", st, err)
 	}
+	wantCapacityLabel(t, "GetMachineStatus of the spot instance", st.NodeLabels, CapacitySpot)
 	if n := len(clusterInstances(t)); n != 2 {
 		t.Errorf("moto has %d instances of the cluster; want 2", n)
+	}
+}
+
+// TestOnDemandIsANodeLabel: a class of the default capacity types
+// launches on-demand, and CreateMachine and GetMachineStatus say so in
+// the capacity-type Node label the manager puts on the Machine and Node.
+func TestOnDemandIsANodeLabel(t *testing.T) {
+	d := newDriver(t, "")
+	c := class("on-demand", specWith(t, nil))
+	m := machine("on-demand-label")
+	resp := create(t, d, c, m)
+	if inst := instanceOf(t, resp.ProviderID); inst.InstanceLifecycle != "" {
+		t.Errorf("the instance's lifecycle is %q; want on-demand's none", inst.InstanceLifecycle)
+	}
+	wantCapacityLabel(t, "CreateMachine", resp.NodeLabels, CapacityOnDemand)
+	st, err := d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: c, Secret: testSecret()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCapacityLabel(t, "GetMachineStatus", st.NodeLabels, CapacityOnDemand)
+}
+
+// wantCapacityLabel checks that a response's Node labels are exactly the
+// capacity type ct.
+func wantCapacityLabel(t *testing.T, what string, got map[string]string, ct string) {
+	t.Helper()
+	if len(got) != 1 || got[driver.CapacityTypeLabel] != ct {
+		t.Errorf("%s: NodeLabels = %v; want exactly %s=%s", what, got, driver.CapacityTypeLabel, ct)
 	}
 }
 

@@ -70,7 +70,36 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 
 func createdResponse(i *types.Instance) *driver.CreateMachineResponse {
 	node := tagMap(i.Tags)[TagNodeName]
-	return &driver.CreateMachineResponse{ProviderID: providerIDOf(i), NodeName: node, Addresses: addresses(i, node)}
+	return &driver.CreateMachineResponse{ProviderID: providerIDOf(i), NodeName: node, Addresses: addresses(i, node), NodeLabels: nodeLabels(i)}
+}
+
+// nodeLabels are the labels the manager puts on the instance's Machine and
+// Node: its capacity type, when it can be told (see capacityTypeOf).
+func nodeLabels(i *types.Instance) map[string]string {
+	ct := capacityTypeOf(i)
+	if ct == "" {
+		return nil
+	}
+	return map[string]string{driver.CapacityTypeLabel: ct}
+}
+
+// capacityTypeOf says how the instance was bought: spot when EC2 says so
+// (its InstanceLifecycle), else what the driver tagged at the launch,
+// else on-demand for an instance with no lifecycle (EC2 leaves it out
+// for on-demand ones). Another lifecycle (scheduled, capacity-block) with
+// no tag is neither: "".
+func capacityTypeOf(i *types.Instance) string {
+	if i.InstanceLifecycle == types.InstanceLifecycleTypeSpot {
+		return CapacitySpot
+	}
+	switch ct := tagMap(i.Tags)[TagCapacityType]; ct {
+	case CapacitySpot, CapacityOnDemand:
+		return ct
+	}
+	if i.InstanceLifecycle == "" {
+		return CapacityOnDemand
+	}
+	return ""
 }
 
 // several is the answer for a Machine with more than one live instance:

@@ -35,7 +35,8 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 	tags := tagMap(inst.Tags)
 	node := tags[TagNodeName]
 	return &driver.GetMachineStatusResponse{ProviderID: providerIDOf(inst), NodeName: node, Addresses: addresses(inst, node),
-		Progress: fmt.Sprintf("%s instance %s is %s in %s", tags[TagCapacityType], aws.ToString(inst.InstanceId), stateOf(inst), zoneOf(inst))}, nil
+		Progress:   fmt.Sprintf("%s instance %s is %s in %s", tags[TagCapacityType], aws.ToString(inst.InstanceId), stateOf(inst), zoneOf(inst)),
+		NodeLabels: nodeLabels(inst)}, nil
 }
 
 // find returns the Machine's one live instance: the one its providerID
