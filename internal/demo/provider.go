@@ -51,8 +51,10 @@ func newProvider(o Options) (provider, error) {
 		return &simProvider{root: o.Root, bin: o.bin()}, nil
 	case ProviderLibvirt:
 		return &libvirtProvider{root: o.Root, bin: o.bin()}, nil
+	case ProviderAWS:
+		return &awsProvider{root: o.Root, bin: o.bin()}, nil
 	}
-	return nil, fmt.Errorf("unknown provider %q: %s or %s", o.Provider, ProviderSim, ProviderLibvirt)
+	return nil, fmt.Errorf("unknown provider %q: %s, %s or %s", o.Provider, ProviderSim, ProviderLibvirt, ProviderAWS)
 }
 
 // simProvider: millwright-sim, kwok's Nodes and a workload.
