@@ -2,6 +2,7 @@ package kubectl
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 func newGetCommand(o *Options) *cobra.Command {
@@ -70,9 +72,19 @@ func newGetCommand(o *Options) *cobra.Command {
 
 // printFleet writes the fleet table: the columns of the demo's table plus
 // reason and age; wide adds the owners, the class and the last operation.
+// CAPACITY, the capacity type the Machine's driver reported (spot or
+// on-demand, docs/writing-a-driver.md), is shown when a listed Machine
+// has one: a fleet on a provider without capacity types keeps its table.
 func (o *Options) printFleet(fl *fleet, wide, namespaces bool) {
 	tw := tabwriter.NewWriter(o.Out, 0, 4, 3, ' ', 0)
-	header := "NAME\tPHASE\tREASON\tAGE\tPROVIDER ID\tNODE\tNODE READY\tPODS"
+	capacity := slices.ContainsFunc(fl.machines, func(m v1alpha1.Machine) bool {
+		return m.Labels[driver.CapacityTypeLabel] != ""
+	})
+	header := "NAME\tPHASE\tREASON\tAGE\tPROVIDER ID"
+	if capacity {
+		header += "\tCAPACITY"
+	}
+	header += "\tNODE\tNODE READY\tPODS"
 	if namespaces {
 		header = "NAMESPACE\t" + header
 	}
@@ -90,8 +102,12 @@ func (o *Options) printFleet(fl *fleet, wide, namespaces bool) {
 		if n := fl.node(m); n != nil {
 			ready, pods = nodeReady(n), strconv.Itoa(fl.pods[n.Name])
 		}
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", m.Name, orDash(string(m.Status.Phase)), orDash(machineReason(m)),
-			duration.HumanDuration(now.Sub(m.CreationTimestamp.Time)), orDash(m.Spec.ProviderID), node, ready, pods)
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", m.Name, orDash(string(m.Status.Phase)), orDash(machineReason(m)),
+			duration.HumanDuration(now.Sub(m.CreationTimestamp.Time)), orDash(m.Spec.ProviderID))
+		if capacity {
+			row += "\t" + orDash(m.Labels[driver.CapacityTypeLabel])
+		}
+		row += fmt.Sprintf("\t%s\t%s\t%s", node, ready, pods)
 		if namespaces {
 			row = m.Namespace + "\t" + row
 		}

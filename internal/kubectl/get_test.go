@@ -7,14 +7,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // fleetFixture is a fleet with a Machine in most phases: two on Nodes
 // (one Ready with two running pods, one not), one waiting for its Node,
-// one Pending and one Failed.
+// one Pending and one Failed. The two on Nodes carry the capacity type
+// their driver reported, spot and on-demand.
 func fleetFixture(t *testing.T, ns string) {
 	namespace(t, ns)
 	node(t, "golden-node-a", corev1.ConditionTrue, false)
@@ -42,6 +47,13 @@ func fleetFixture(t *testing.T, ns string) {
 			cond(v1alpha1.InfrastructureReadyCondition, "True", "Provisioned", "", now),
 			cond(v1alpha1.NodeReadyCondition, "False", "NodeNotReady", "Node golden-node-b is not Ready", now)}
 	})
+	for name, ct := range map[string]string{"web-aaaaa": driver.CapacityTypeSpot, "web-bbbbb": driver.CapacityTypeOnDemand} {
+		m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		labels := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+driver.CapacityTypeLabel+`":"`+ct+`"}}}`))
+		if err := controllertest.Env.Client.Patch(bg, m, labels); err != nil {
+			t.Fatal(err)
+		}
+	}
 	machine(t, ns, "web-ccccc", "large", "web", "web-222", "sim://r/a/vm-3", func(m *v1alpha1.Machine) {
 		m.Status.Phase = v1alpha1.PhaseProvisioned
 		m.Status.Conditions = []metav1.Condition{
