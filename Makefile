@@ -59,7 +59,7 @@ build: ## Compile every package, and the commands into bin/.
 # them with go-containerregistry; push with `crane push _output/image REF`.
 IMAGE_DIR ?= $(CURDIR)/_output/image
 
-image: ## Build the OCI image (manager, sim, libvirt driver, kubectl-millwright; non-root, empty base) as an OCI layout in _output/image.
+image: ## Build the OCI image (manager, sim, libvirt and aws drivers, kubectl-millwright; non-root, empty base) as an OCI layout in _output/image.
 	go run ./hack/image -out $(IMAGE_DIR)
 
 lint: $(STATICCHECK) ## gofmt, go vet, staticcheck and go mod tidy must all be clean.
@@ -94,5 +94,5 @@ bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N
 bench-vm: runtime-tools vm-tools build ## Real VMs (libvirt, TCG, as root): create → Running p50/p95, CPU seconds and RSS per VM, for 1 and 4 VMs at once (VM_BENCH_SIZES=1,5 to change).
 	go test -count=1 -run '^$$' -bench BenchmarkVMCreateToRunning -benchtime=$(or $(BENCHTIME),3x) -timeout=60m ./test/e2e/
 
-demo: runtime-tools $(if $(filter libvirt,$(PROVIDER)),vm-tools) build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; DEMO_EXIT=1: exit once Running).
+demo: runtime-tools $(if $(filter libvirt,$(PROVIDER)),vm-tools) build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; PROVIDER=aws: the EC2 driver against a local moto_server; DEMO_EXIT=1: exit once Running).
 	$(BIN)/millwright-demo --provider $(or $(PROVIDER),sim)

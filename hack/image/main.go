@@ -23,7 +23,7 @@ import (
 
 // binaries are the programs of the image, each built from ./cmd/NAME into
 // /NAME. The first is the entrypoint.
-var binaries = []string{"millwright-manager", "millwright-sim", "millwright-libvirt", "kubectl-millwright"}
+var binaries = []string{"millwright-manager", "millwright-sim", "millwright-libvirt", "millwright-aws", "kubectl-millwright"}
 
 func main() {
 	o := options{}
