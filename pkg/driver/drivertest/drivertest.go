@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,6 +152,10 @@ func (s *suite) create(t *testing.T, m *v1alpha1.Machine) *driver.CreateMachineR
 	}
 	if resp.ProviderID == "" {
 		t.Fatalf("CreateMachine(%s) returned no providerID", m.Name)
+	}
+	if _, refused := driver.AllowedNodeLabels(resp.NodeLabels); len(refused) > 0 {
+		t.Errorf("CreateMachine(%s) reports Node labels the manager drops (only valid labels under %s are taken): %s",
+			m.Name, driver.NodeLabelPrefix, strings.Join(refused, ", "))
 	}
 	return resp
 }

@@ -36,6 +36,9 @@ type memDriver struct {
 	// noUIDs leaves the Machine UIDs out of ListMachines: a bug the suite
 	// must catch.
 	noUIDs bool
+	// foreignLabels reports a node role among the Node labels: a label the
+	// manager drops, which the suite must catch.
+	foreignLabels bool
 	// breakIdempotency makes every create a new VM, the bug the suite must catch.
 	breakIdempotency bool
 	// keyByName keys VMs by Machine name alone, so Machines of one name in
@@ -80,7 +83,12 @@ func (d *memDriver) CreateMachine(ctx context.Context, req *driver.CreateMachine
 		d.vms[d.key(req.Machine)] = id
 		d.uids[d.key(req.Machine)] = string(req.Machine.UID)
 	}
-	return &driver.CreateMachineResponse{ProviderID: d.providerID(id), NodeName: d.nodeName(req.Machine)}, nil
+	resp := &driver.CreateMachineResponse{ProviderID: d.providerID(id), NodeName: d.nodeName(req.Machine),
+		NodeLabels: map[string]string{driver.CapacityTypeLabel: driver.CapacityTypeOnDemand}}
+	if d.foreignLabels {
+		resp.NodeLabels["node-role.kubernetes.io/control-plane"] = ""
+	}
+	return resp, nil
 }
 
 func (d *memDriver) providerID(id string) string { return "mem://" + d.host + "/" + id }
@@ -224,5 +232,19 @@ func TestSuiteCatchesVMsListedWithoutUIDs(t *testing.T) {
 	out := runBroken(t, "TestSuiteCatchesVMsListedWithoutUIDs")
 	if !strings.Contains(out, "ListMachines reports") {
 		t.Fatalf("the suite failed, but not on the missing UIDs:\n%s", out)
+	}
+}
+
+// TestSuiteCatchesForeignNodeLabels runs the suite against a driver that
+// reports a node role among its Node labels, in a child process, and
+// expects it to fail.
+func TestSuiteCatchesForeignNodeLabels(t *testing.T) {
+	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
+		drivertest.Run(t, config(newMem(&memDriver{foreignLabels: true})))
+		return
+	}
+	out := runBroken(t, "TestSuiteCatchesForeignNodeLabels")
+	if !strings.Contains(out, "node-role.kubernetes.io/control-plane") {
+		t.Fatalf("the suite failed, but not on the foreign Node label:\n%s", out)
 	}
 }
