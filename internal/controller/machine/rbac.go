@@ -20,8 +20,8 @@ package machine
 // +kubebuilder:rbac:groups=machine.millwright.dev,resources=machinehealthchecks,verbs=get;list;watch
 //
 // Secrets are only ever read by name, without a cache (APIReader): the
-// class's secretRef and credentialsSecretRef, which may name any namespace,
-// and spec.bootstrap.dataSecretName. No list or watch: the manager never
+// class's secretRef and credentialsSecretRef (of the class's namespace
+// only: classsecret refuses others), and spec.bootstrap.dataSecretName. No list or watch: the manager never
 // holds every Secret of the cluster. The same get reads a bootstrap token
 // back from kube-system.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get

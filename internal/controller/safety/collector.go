@@ -221,7 +221,14 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, o orphan) (driverpolicy.Action, bool) {
 	key := class.Namespace + "/" + class.Name
 	live := &v1alpha1.Machine{}
-	err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: o.MachineName}, live)
+	var err error
+	if o.MachineName != "" {
+		err = c.APIReader.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: o.MachineName}, live)
+	} else {
+		// Listed without a name: no Machine to re-read by name; the VM
+		// is judged by its UID against the cache, as it was found.
+		err = apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("machines").GroupResource(), "")
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		live = nil
@@ -245,10 +252,14 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 		c.seen.forget(key, o.ProviderID)
 		return driverpolicy.Continue, true
 	}
-	// The VM is pinned by its providerID and named by its Machine's name
-	// and UID, so the driver deletes this VM and no other.
+	// A Machine of only a name and the providerID, no UID: the driver
+	// deletes the VM that providerID names and no other. With the UID a
+	// driver may delete every VM of the Machine (the AWS driver does, at
+	// a Machine's deletion), the Machine's own among them when this VM is
+	// a second one of a live Machine (docs/writing-a-driver.md, "Orphan
+	// VMs").
 	target := &v1alpha1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Name: o.MachineName, Namespace: class.Namespace, UID: types.UID(o.MachineUID)},
+		ObjectMeta: metav1.ObjectMeta{Name: o.MachineName, Namespace: class.Namespace},
 		Spec:       v1alpha1.MachineSpec{ProviderID: o.ProviderID},
 	}
 	err = c.call(ctx, func(ctx context.Context) error {
@@ -282,7 +293,7 @@ func (c *OrphanCollector) confirm(ctx context.Context, lg logr.Logger, class *v1
 		return err
 	})
 	switch code := driver.CodeOf(err); {
-	case err == nil && resp.ProviderID != o.ProviderID:
+	case err == nil && resp.ProviderID != "" && resp.ProviderID != o.ProviderID:
 		o.Why += "; the driver says the Machine's VM is " + resp.ProviderID
 		return true, driverpolicy.Continue
 	case err == nil:

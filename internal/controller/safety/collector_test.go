@@ -82,8 +82,16 @@ func TestOutOfRangeTriggersPass(t *testing.T) {
 // renamedDriver names every VM of the sim as a libvirt driver whose host
 // was renamed names its VMs: ListMachines and GetMachineStatus report
 // another providerID ("sim://REGION/ZONE.renamed/ID") than the one the
-// VM was created with, which the sim still understands.
+// VM was created with, and DeleteMachine takes either form.
 type renamedDriver struct{ driver.Driver }
+
+func (d renamedDriver) DeleteMachine(ctx context.Context, req *driver.DeleteMachineRequest) (*driver.DeleteMachineResponse, error) {
+	m := req.Machine.DeepCopy()
+	m.Spec.ProviderID = strings.Replace(m.Spec.ProviderID, ".renamed/", "/", 1)
+	r := *req
+	r.Machine = m
+	return d.Driver.DeleteMachine(ctx, &r)
+}
 
 func renamed(providerID string) string {
 	i := strings.LastIndex(providerID, "/")

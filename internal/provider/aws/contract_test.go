@@ -8,6 +8,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/motoserver"
@@ -227,5 +228,54 @@ func TestListMachinesPagesAndScopes(t *testing.T) {
 	}
 	if p.Calls("DescribeInstances") < 2 {
 		t.Errorf("ListMachines made %d DescribeInstances calls; pages of 5 for 7 instances need 2", p.Calls("DescribeInstances"))
+	}
+}
+
+// TestSecondInstanceOfALiveMachine: a second instance carries the UID of a
+// Machine that records its first. The Machine's status is its recorded
+// instance, not OutOfRange, and once that instance is gone NotFound (the
+// second never passes for the Machine's VM); the orphan collector's
+// delete (the Machine's name and the second instance's providerID, no
+// UID) terminates the second instance and leaves the first running.
+func TestSecondInstanceOfALiveMachine(t *testing.T) {
+	d := newDriver(t, "")
+	c := class("second", validSpec)
+	m := machine("second-1")
+	first := create(t, d, c, m)
+	m.Spec.ProviderID = first.ProviderID
+	inst := instanceOf(t, first.ProviderID)
+	out, err := rawEC2().RunInstances(context.Background(), &ec2.RunInstancesInput{ImageId: awssdk.String(testAMI), MinCount: awssdk.Int32(1), MaxCount: awssdk.Int32(1),
+		Placement:         &types.Placement{AvailabilityZone: inst.Placement.AvailabilityZone},
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeInstance, Tags: inst.Tags}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := ProviderID(awssdk.ToString(out.Instances[0].Placement.AvailabilityZone), awssdk.ToString(out.Instances[0].InstanceId))
+	status, err := d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: c, Secret: testSecret()})
+	if err != nil || status.ProviderID != first.ProviderID {
+		t.Fatalf("GetMachineStatus of the Machine recording %s, with a second instance %s: %v, %v; want the first", first.ProviderID, second, status, err)
+	}
+	collector := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace}, Spec: v1alpha1.MachineSpec{ProviderID: second}}
+	if _, err := d.DeleteMachine(ctxT(t), &driver.DeleteMachineRequest{Machine: collector, MachineClass: c, Secret: testSecret()}); err != nil {
+		t.Fatal(err)
+	}
+	live := clusterInstances(t, liveStates...)
+	if len(live) != 1 || awssdk.ToString(live[0].InstanceId) != awssdk.ToString(inst.InstanceId) {
+		t.Fatalf("after the collector's delete of %s, live instances %v; want only the Machine's %s", second, instanceIDs(live), first.ProviderID)
+	}
+
+	if _, err := rawEC2().TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{awssdk.ToString(inst.InstanceId)}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = rawEC2().RunInstances(context.Background(), &ec2.RunInstancesInput{ImageId: awssdk.String(testAMI), MinCount: awssdk.Int32(1), MaxCount: awssdk.Int32(1),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeInstance, Tags: inst.Tags}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = rawEC2().TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{awssdk.ToString(out.Instances[0].InstanceId)}})
+	})
+	if _, err := d.GetMachineStatus(ctxT(t), &driver.GetMachineStatusRequest{Machine: m, MachineClass: c, Secret: testSecret()}); driver.CodeOf(err) != driver.NotFound {
+		t.Fatalf("GetMachineStatus of a Machine whose recorded instance is gone, with another carrying its UID: %v; want NotFound", err)
 	}
 }

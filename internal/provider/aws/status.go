@@ -54,12 +54,16 @@ func (d *Driver) find(ctx context.Context, cl *call, m *v1alpha1.Machine) (*type
 		if err != nil {
 			return nil, err
 		}
-		if live(inst) {
-			if err := d.claims(inst, m); err != nil {
-				return nil, err
-			}
-			return inst, nil
+		if !live(inst) {
+			// The recorded instance is gone: the Machine's VM is lost,
+			// whatever else carries its UID (a duplicate is the orphan
+			// collection's, and must not pass for this Machine's VM).
+			return nil, driver.Errorf(driver.NotFound, "instance %s of Machine %s/%s is gone", id, m.Namespace, m.Name)
 		}
+		if err := d.claims(inst, m); err != nil {
+			return nil, err
+		}
+		return inst, nil
 	}
 	insts, err := d.liveOf(ctx, cl.ec2, string(m.UID))
 	if err != nil {

@@ -181,9 +181,9 @@ func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, m *v1a
 }
 
 // beginDelete is begin for DeleteMachine, which also accepts a Machine
-// known only by its name and providerID: the orphan collector's, for a VM
-// whose Machine is gone. The providerID then names the domain, which must
-// be on this libvirt host and made for a Machine of that name.
+// known only by its name and providerID: the orphan collector's. The
+// providerID then names the domain, which must be on this libvirt host and
+// made for a Machine of that name.
 func (d *Driver) beginDelete(ctx context.Context, class *v1alpha1.MachineClass, m *v1alpha1.Machine) (*call, error) {
 	if m == nil || m.UID != "" || m.Spec.ProviderID == "" {
 		return d.begin(ctx, class, m)

@@ -65,15 +65,17 @@ func TestPolicyRefusesWhatTheHostDidNotGive(t *testing.T) {
 // libvirt's own <interface type="user"> cannot restrict and reaches the
 // host's loopback.
 func TestNoNetworkIsRestricted(t *testing.T) {
-	s, err := decodeSpec([]byte(`{"kernel":"/k"}`), DefaultURI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := domainXML("mw-x", DomainTypeQEMU, s, &Meta{Name: "x"}, false, relayCmd{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(x, "user,id=mwnet0,restrict=on") || strings.Contains(x, `<interface type="user">`) {
-		t.Fatalf("a class without a network: want the restricted user network; the domain:\n%s", x)
+	for _, raw := range []string{`{"kernel":"/k"}`, `{"kernel":"/k","network":{}}`, `{"kernel":"/k","network":{"user":{}}}`} {
+		s, err := decodeSpec([]byte(raw), DefaultURI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := domainXML("mw-x", DomainTypeQEMU, s, &Meta{Name: "x"}, false, relayCmd{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(x, "user,id=mwnet0,restrict=on") || strings.Contains(x, `<interface type="user">`) {
+			t.Fatalf("a class with %s: want the restricted user network; the domain:\n%s", raw, x)
+		}
 	}
 }

@@ -231,6 +231,12 @@ func (n *NetworkSpec) validate() error {
 	if n.User != nil && n.Name != "" {
 		return invalid("providerSpec.network", "user and name are mutually exclusive")
 	}
+	if n.User == nil && n.Name == "" {
+		// network: {} is the default, QEMU's user-mode network,
+		// restricted: never libvirt's <interface type="user">, which
+		// reaches the host's loopback.
+		n.User = &UserNetwork{}
+	}
 	if n.User == nil {
 		return nil
 	}
