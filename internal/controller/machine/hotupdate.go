@@ -32,7 +32,7 @@ func (r *Reconciler) hotUpdate(ctx context.Context, s *scope, d *driverInfra) (r
 	if jsonEqual(have, want) {
 		return reconcile.Result{}, nil
 	}
-	if d.r.plugins.lacks(ctx, d.class.Spec.Provider, d.drv, driver.MethodUpdateMachine, s.now) {
+	if d.r.plugins.lacks(ctx, d.class.Spec.Provider, d.drv, driver.MethodUpdateMachine, s.now, d.r.Config.DriverCallTimeout) {
 		// Nothing to try, and nothing to record on each Machine: every
 		// attempt wrote a failed Update to its status, and an Event, at
 		// each backoff, for ever. The class says it once.

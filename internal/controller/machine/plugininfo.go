@@ -31,13 +31,16 @@ type pluginInfo struct {
 }
 
 // lacks reports whether the driver of provider says it does not implement
-// method; false when it cannot tell (GetPluginInfo failed): the method is
-// then called, and its answer decides.
-func (p *pluginInfos) lacks(ctx context.Context, provider string, drv driver.Driver, method driver.Method, now time.Time) bool {
+// method; false when it cannot tell (GetPluginInfo failed, or took longer
+// than timeout: a hung driver must not hold a worker): the method is then
+// called, and its answer decides.
+func (p *pluginInfos) lacks(ctx context.Context, provider string, drv driver.Driver, method driver.Method, now time.Time, timeout time.Duration) bool {
 	p.mu.Lock()
 	info, ok := p.m[provider]
 	p.mu.Unlock()
 	if !ok || now.Sub(info.at) >= pluginInfoTTL {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
 		resp, err := drv.GetPluginInfo(ctx, &driver.GetPluginInfoRequest{})
 		if err != nil {
 			return false

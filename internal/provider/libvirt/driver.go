@@ -312,7 +312,7 @@ func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineReq
 func (d *Driver) define(ctx context.Context, c *conn, s *spec, req *driver.CreateMachineRequest) error {
 	m := req.Machine
 	name := domainName(m)
-	if err := d.checkPolicy(s); err != nil {
+	if err := d.checkPolicy(s, c.uri); err != nil {
 		return err
 	}
 	if err := d.checkRelay(c.uri, s); err != nil {

@@ -134,17 +134,18 @@ func (d *Driver) checkURI(uri string) error {
 	return d.opts.Policy.checkURI(uri, d.opts.DefaultURI)
 }
 
-// checkPolicy checks what a create would give the VM of spec s against the
-// driver's policy: its image, boot files and network. The refusal is an
+// checkPolicy checks what a create on the libvirt daemon at uri would give
+// the VM of spec s against the driver's policy: its image, boot files and
+// network. The refusal is an
 // InvalidArgument naming the field, saying no more of the host than the
 // class did (not whether a file outside the boot directories exists).
-func (d *Driver) checkPolicy(s *spec) error {
+func (d *Driver) checkPolicy(s *spec, uri string) error {
 	p := &d.opts.Policy
 	if err := checkImage(s.Image); err != nil {
 		return err
 	}
 	for _, f := range []struct{ field, path string }{{"providerSpec.kernel", s.Kernel}, {"providerSpec.initramfs", s.Initramfs}} {
-		if err := p.checkBootFile(f.field, f.path, s.URI); err != nil {
+		if err := p.checkBootFile(f.field, f.path, uri); err != nil {
 			return err
 		}
 	}
