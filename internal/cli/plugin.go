@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/millwright-dev/millwright/internal/version"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // httpShutdownTimeout bounds the graceful stop of a program's HTTP server.
@@ -138,4 +139,22 @@ func Main(name string, cmd *cobra.Command) {
 		fmt.Fprintln(os.Stderr, name+":", err)
 	}
 	os.Exit(ExitCode(err))
+}
+
+// HealthHandler answers a driver program's /healthz (the process serves)
+// and /readyz: ready while ready answers nil within timeout, else 503
+// with what ready said (the driver's code and message).
+func HealthHandler(timeout time.Duration, ready func(context.Context) error) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		if err := ready(ctx); err != nil {
+			http.Error(w, driver.CodeOf(err).String()+": "+driver.MessageOf(err), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	return mux
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -107,29 +106,12 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	g.Go(func() error { return d.Start(gctx, o.Reconnect) })
 	g.Go(func() error { return driver.ServeEndpoint(gctx, o.Endpoint, d) })
 	if healthLis != nil {
-		cli.ServeHTTP(gctx, g, log, "health checks", healthLis, healthHandler(d))
+		cli.ServeHTTP(gctx, g, log, "health checks", healthLis, cli.HealthHandler(readyTimeout, d.Ready))
 	}
 	log.Info("libvirt driver running", "driver", o.Name, "endpoint", o.Endpoint, "defaultURI", o.DefaultURI, "consoleDir", o.ConsoleDir)
 	err := g.Wait()
 	log.Info("libvirt driver stopped")
 	return err
-}
-
-// healthHandler answers /healthz (the process serves) and /readyz (libvirt
-// answers; its error otherwise).
-func healthHandler(d *libvirt.Driver) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := d.Ready(ctx); err != nil {
-			http.Error(w, "libvirt: "+driver.MessageOf(err), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = fmt.Fprintln(w, "ok")
-	})
-	return mux
 }
 
 // Validate checks every flag at once, one line per problem, as a

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -72,29 +71,12 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return driver.ServeEndpoint(gctx, o.Endpoint, d) })
 	if healthLis != nil {
-		cli.ServeHTTP(gctx, g, log, "health checks", healthLis, healthHandler(d, o.Region))
+		cli.ServeHTTP(gctx, g, log, "health checks", healthLis, cli.HealthHandler(readyTimeout, func(ctx context.Context) error { return d.Ready(ctx, o.Region) }))
 	}
 	log.Info("aws driver running", "driver", o.Name, "endpoint", o.Endpoint, "cluster", o.ClusterName, "ec2Endpoint", o.EC2Endpoint)
 	err = g.Wait()
 	log.Info("aws driver stopped")
 	return err
-}
-
-// healthHandler answers /healthz (the process serves) and /readyz (EC2
-// answers; why not otherwise).
-func healthHandler(d *aws.Driver, region string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := d.Ready(ctx, region); err != nil {
-			http.Error(w, driver.CodeOf(err).String()+": "+driver.MessageOf(err), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = fmt.Fprintln(w, "ok")
-	})
-	return mux
 }
 
 // Validate checks every flag at once, one line per problem, as a
