@@ -176,14 +176,14 @@ func (s *Sim) DeleteMachine(ctx context.Context, req *driver.DeleteMachineReques
 		// The Machine names its VM: delete that one; other VMs claiming
 		// the Machine are orphans for the orphan collection to judge.
 		victims = []*VM{vm}
-	} else if c.machine.UID != "" {
-		// Every VM made for this Machine (by its UID), or claiming its
-		// name without one (an admin-made orphan); never a VM of another
-		// Machine of the same name (one made again after a deletion).
-		// A Machine without a UID is the orphan collection's, whose
-		// providerID alone names what it may delete.
+	} else if c.machine.Spec.ProviderID == "" || c.machine.UID != "" {
+		// Every VM claiming the Machine: made for its UID, or claiming its
+		// name without one (an admin-made orphan); never a VM made for
+		// another Machine of the same name (one made again after a
+		// deletion). A providerID of a VM already gone, without a UID, is
+		// the orphan collection's: it names all it may delete.
 		for _, id := range s.cloud.byMachine[c.key] {
-			if vm := s.cloud.vms[id]; vm.MachineUID == "" || vm.MachineUID == string(c.machine.UID) {
+			if vm := s.cloud.vms[id]; c.machine.UID == "" || vm.MachineUID == "" || vm.MachineUID == string(c.machine.UID) {
 				victims = append(victims, vm)
 			}
 		}
