@@ -110,16 +110,18 @@ func TestMissingPrerequisitesKeepTheMachinePending(t *testing.T) {
 // driver and the VM. The Machine waits, saying why, and no VM is made.
 func TestClassSecretOfAnotherNamespaceIsRefused(t *testing.T) {
 	h := newHarness(t, nil)
-	h.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}, Data: map[string][]byte{"userData": []byte("boot")}})
+	// A Secret that exists, in another namespace than the class's.
+	elsewhere := h.NS + "-elsewhere"
+	h.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: elsewhere, Namespace: "default"}, Data: map[string][]byte{"userData": []byte("boot")}})
 	h.Create(&v1alpha1.MachineClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "reach", Namespace: h.NS},
-		Spec:       v1alpha1.MachineClassSpec{Provider: "sim", SecretRef: &corev1.SecretReference{Name: "elsewhere", Namespace: "default"}},
+		Spec:       v1alpha1.MachineClassSpec{Provider: "sim", SecretRef: &corev1.SecretReference{Name: elsewhere, Namespace: "default"}},
 	})
 	h.Machine("m", "reach", nil)
-	h.Eventually(10*time.Second, "a SecretRefused condition", func() (bool, error) {
+	h.Eventually(30*time.Second, "a SecretRefused condition", func() (bool, error) {
 		m := h.Get("m")
 		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.BootstrapReadyCondition)
-		return c != nil && c.Reason == machine.ReasonSecretRefused && strings.Contains(c.Message, "default/elsewhere") && m.Status.Phase == v1alpha1.PhasePending, nil
+		return c != nil && c.Reason == machine.ReasonSecretRefused && strings.Contains(c.Message, "default/"+elsewhere) && m.Status.Phase == v1alpha1.PhasePending, nil
 	})
 	if len(h.VMs("m")) != 0 {
 		t.Fatal("a VM was created with a Secret of another namespace")
