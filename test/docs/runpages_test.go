@@ -38,6 +38,7 @@ var runOrder = []fixture{
 		skip: map[string]string{
 			"make demo":                  "the runner's cluster and fleet are this demo",
 			"make demo PROVIDER=libvirt": "needs root, libvirtd and QEMU; test/e2e's libvirt scenarios run real VMs",
+			"make demo PROVIDER=aws":     "runs until stopped; test/e2e's TestAWSFleet runs the manager and millwright-aws against moto",
 			"make test":                  "make test runs this test",
 			"bin/millwright-sim --endpoint unix:///tmp/sim.sock --kubeconfig KUBECONFIG --node-mode kwok": longRunning,
 			"bin/millwright-manager --kubeconfig KUBECONFIG --driver sim=unix:///tmp/sim.sock":            longRunning,
