@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools runtime-tools vm-tools cloud-image generate build image lint test e2e e2e-cloud-image bench bench-vm help demo
+.PHONY: all tools runtime-tools vm-tools cloud-image generate build image lint test e2e e2e-cloud-image bench bench-vm bench-aws help demo
 
 all: build
 
@@ -93,6 +93,9 @@ bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N
 
 bench-vm: runtime-tools vm-tools build ## Real VMs (libvirt, TCG, as root): create → Running p50/p95, CPU seconds and RSS per VM, for 1 and 4 VMs at once (VM_BENCH_SIZES=1,5 to change).
 	go test -count=1 -run '^$$' -bench BenchmarkVMCreateToRunning -benchtime=$(or $(BENCHTIME),3x) -timeout=60m ./test/e2e/
+
+bench-aws: runtime-tools build ## The manager with millwright-aws against moto, N=200 Machines (AWS_BENCH_N to change; AWS_BENCH_MANAGER_ARGS for manager flags): seconds and instances/s created and terminated, driver calls and RunInstances/DescribeInstances/TerminateInstances calls per Machine.
+	go test -count=1 -p 1 -run '^$$' -bench BenchmarkAWSFleet -benchtime=1x -timeout=30m ./test/e2e/
 
 demo: runtime-tools $(if $(filter libvirt,$(PROVIDER)),vm-tools) build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; PROVIDER=aws: the EC2 driver against a local moto_server; DEMO_EXIT=1: exit once Running).
 	$(BIN)/millwright-demo --provider $(or $(PROVIDER),sim)

@@ -53,7 +53,7 @@ type awsWorld struct {
 // newAWSScenario creates namespace name, starts moto, its proxy and
 // millwright-aws (cluster tag kubernetes.io/cluster/<name>), and plays
 // the kubelets of the cluster's instances until the test ends.
-func newAWSScenario(t *testing.T, name string) *scenario {
+func newAWSScenario(t testing.TB, name string) *scenario {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(binDir, "millwright-aws")); err != nil {
 		t.Fatalf("%v: run `make build` first", err)
@@ -499,7 +499,7 @@ type launchHold struct {
 	freed    chan struct{}
 }
 
-func newLaunchHold(t *testing.T, target string) *launchHold {
+func newLaunchHold(t testing.TB, target string) *launchHold {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
