@@ -220,19 +220,8 @@ func (c *OrphanCollector) collectClass(ctx context.Context, lg logr.Logger, clas
 // deletion must be retried.
 func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1alpha1.MachineClass, drv driver.Driver, secret *corev1.Secret, o orphan) (driverpolicy.Action, bool) {
 	key := class.Namespace + "/" + class.Name
-	live := &v1alpha1.Machine{}
-	var err error
-	if o.MachineName != "" {
-		err = c.APIReader.Get(ctx, types.NamespacedName{Namespace: class.Namespace, Name: o.MachineName}, live)
-	} else {
-		// Listed without a name: no Machine to re-read by name; the VM
-		// is judged by its UID against the cache, as it was found.
-		err = apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("machines").GroupResource(), "")
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
+	live, err := c.liveMachine(ctx, class.Namespace, o.MachineName)
+	if err != nil {
 		lg.Error(err, "re-reading the Machine of a suspected orphan VM", "machine", o.MachineName)
 		return driverpolicy.Retry, false
 	}
@@ -279,6 +268,22 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 		c.Recorder.Eventf(class, nil, corev1.EventTypeNormal, "OrphanVMCollected", "CollectOrphans", "%s", msg)
 	}
 	return driverpolicy.Continue, true
+}
+
+// liveMachine reads the Machine name of namespace from the API server;
+// nil when there is none. A VM listed without a Machine name has no
+// Machine to re-read: it is judged by its UID against the cache, as it
+// was found.
+func (c *OrphanCollector) liveMachine(ctx context.Context, namespace, name string) (*v1alpha1.Machine, error) {
+	if name == "" {
+		return nil, nil
+	}
+	m := &v1alpha1.Machine{}
+	err := c.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, m)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return m, err
 }
 
 // confirm asks the driver which VM is m's (GetMachineStatus, which
