@@ -28,12 +28,9 @@ const maxTokenAttempts = 8
 // accepted the launch: the instance is pending, and the manager waits for
 // its Node.
 func (d *Driver) CreateMachine(ctx context.Context, req *driver.CreateMachineRequest) (*driver.CreateMachineResponse, error) {
-	cl, err := d.begin(ctx, req.MachineClass, req.Secret)
-	if err != nil {
-		return nil, err
-	}
 	m := req.Machine
-	if err := checkMachine(m); err != nil {
+	cl, err := d.beginMachine(ctx, req.MachineClass, req.Secret, m)
+	if err != nil {
 		return nil, err
 	}
 	defer d.locks.lock(string(m.UID))()

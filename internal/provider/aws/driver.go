@@ -154,6 +154,20 @@ func (d *Driver) begin(ctx context.Context, class *v1alpha1.MachineClass, secret
 }
 
 // checkMachine checks the Machine of a call that needs its UID.
+// beginMachine is begin for a call about one Machine, which must have a
+// UID: the class, its credentials and the Machine are checked before any
+// EC2 call.
+func (d *Driver) beginMachine(ctx context.Context, class *v1alpha1.MachineClass, secret *corev1.Secret, m *v1alpha1.Machine) (*call, error) {
+	cl, err := d.begin(ctx, class, secret)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMachine(m); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
 func checkMachine(m *v1alpha1.Machine) error {
 	switch {
 	case m == nil:

@@ -16,12 +16,9 @@ import (
 // sourceDestCheck has nothing to initialize: OK at once. It is listed as
 // implemented for every class because GetPluginInfo cannot depend on one.
 func (d *Driver) InitializeMachine(ctx context.Context, req *driver.InitializeMachineRequest) (*driver.InitializeMachineResponse, error) {
-	cl, err := d.begin(ctx, req.MachineClass, req.Secret)
-	if err != nil {
-		return nil, err
-	}
 	m := req.Machine
-	if err := checkMachine(m); err != nil {
+	cl, err := d.beginMachine(ctx, req.MachineClass, req.Secret, m)
+	if err != nil {
 		return nil, err
 	}
 	inst, err := d.find(ctx, cl, m)

@@ -17,12 +17,9 @@ import (
 // is none), OutOfRange when several claim it, Uninitialized when the
 // class asks for a source/dest check the instance does not have yet.
 func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
-	cl, err := d.begin(ctx, req.MachineClass, req.Secret)
-	if err != nil {
-		return nil, err
-	}
 	m := req.Machine
-	if err := checkMachine(m); err != nil {
+	cl, err := d.beginMachine(ctx, req.MachineClass, req.Secret, m)
+	if err != nil {
 		return nil, err
 	}
 	inst, err := d.find(ctx, cl, m)

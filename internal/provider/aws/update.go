@@ -21,12 +21,9 @@ import (
 // anything is changed: the manager replaces the Machine instead. The
 // capacity settings only apply to new instances and are not a change.
 func (d *Driver) UpdateMachine(ctx context.Context, req *driver.UpdateMachineRequest) (*driver.UpdateMachineResponse, error) {
-	cl, err := d.begin(ctx, req.MachineClass, req.Secret)
-	if err != nil {
-		return nil, err
-	}
 	m := req.Machine
-	if err := checkMachine(m); err != nil {
+	cl, err := d.beginMachine(ctx, req.MachineClass, req.Secret, m)
+	if err != nil {
 		return nil, err
 	}
 	var last *ProviderSpec
