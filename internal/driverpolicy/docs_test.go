@@ -2,12 +2,12 @@ package driverpolicy
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/millwright-dev/millwright/internal/docsection"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -47,24 +47,5 @@ func renderTables() string {
 // TestDocsShowTheRetryTable fails when docs/driver-errors.md does not show
 // the retry table the code has; UPDATE_DOCS=1 rewrites the section.
 func TestDocsShowTheRetryTable(t *testing.T) {
-	doc, err := os.ReadFile(docsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	i, j := strings.Index(s, tablesBegin), strings.Index(s, tablesEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the generated-tables markers", docsPath)
-	}
-	want := s[:i+len(tablesBegin)] + renderTables() + s[j:]
-	if want == s {
-		return
-	}
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(docsPath, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("%s does not show the retry table of policy.go: run with UPDATE_DOCS=1", docsPath)
+	docsection.Check(t, docsPath, tablesBegin, tablesEnd, renderTables(), "the retry table of policy.go")
 }

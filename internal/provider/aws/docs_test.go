@@ -2,10 +2,11 @@ package aws
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/millwright-dev/millwright/internal/docsection"
 )
 
 // docsPath is the page that shows the error table to people.
@@ -34,24 +35,5 @@ func renderErrorTable() string {
 // TestDocsShowTheErrorTable fails when docs/providers/aws.md does not show
 // the error table the code has; UPDATE_DOCS=1 rewrites the section.
 func TestDocsShowTheErrorTable(t *testing.T) {
-	doc, err := os.ReadFile(docsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(doc)
-	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the generated-table markers", docsPath)
-	}
-	want := s[:i+len(tableBegin)] + renderErrorTable() + s[j:]
-	if want == s {
-		return
-	}
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(docsPath, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("%s does not show the error table of errors.go: run with UPDATE_DOCS=1", docsPath)
+	docsection.Check(t, docsPath, tableBegin, tableEnd, renderErrorTable(), "the error table of errors.go")
 }
