@@ -11,11 +11,11 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// GetMachineStatus reports the Machine's live instance: by its providerID
-// when it has one (one DescribeInstances by instance ID), else by its UID
-// tag. NotFound when it has none (a terminated or shutting-down instance
-// is none), OutOfRange when several claim it, Uninitialized when the
-// class asks for a source/dest check the instance does not have yet.
+// GetMachineStatus reports the Machine's live instance (see find): by its
+// providerID when it records one (one DescribeInstances by instance ID),
+// else by its UID tag. A terminated or shutting-down instance is none;
+// Uninitialized when the class asks for a source/dest check the instance
+// does not have yet.
 func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatusRequest) (*driver.GetMachineStatusResponse, error) {
 	m := req.Machine
 	cl, err := d.beginMachine(ctx, req.MachineClass, req.Secret, m)
@@ -37,10 +37,10 @@ func (d *Driver) GetMachineStatus(ctx context.Context, req *driver.GetMachineSta
 }
 
 // find returns the Machine's one live instance: the one its providerID
-// names when that one is live and carries the Machine's UID, else the one
-// its UID tag finds. NotFound when there is none, OutOfRange when there
-// are several, FailedPrecondition when the providerID names an instance
-// of another Machine or cluster.
+// names when it records one (NotFound when that one is gone, whatever else
+// carries its UID), else the one its UID tag finds (NotFound when there is
+// none, OutOfRange when there are several). FailedPrecondition when the
+// providerID names an instance of another Machine or cluster.
 func (d *Driver) find(ctx context.Context, cl *call, m *v1alpha1.Machine) (*types.Instance, error) {
 	if m.Spec.ProviderID != "" {
 		id, err := ParseProviderID(m.Spec.ProviderID)
