@@ -97,7 +97,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	s := r.newScope(ctx, m)
-	defer func() { r.written.record(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion) }()
+	defer func() {
+		r.written.record(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion, s.gone && len(m.Finalizers) == 0)
+	}()
 	defer func() { r.leaveQueues(req.NamespacedName, s.askedSlot) }()
 	why, err := r.pausedBy(ctx, m)
 	if err != nil {

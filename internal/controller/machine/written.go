@@ -35,10 +35,15 @@ type writtenVersions struct {
 // finalizer holds stays at that version until the other finalizer goes,
 // and its reconcile has nothing to do (see reconcileDelete). Counting it
 // as behind requeued that Machine every ConflictRetry for as long as the
-// other finalizer stayed; its next change is an event.
-func (o *ownWrites) record(key types.NamespacedName, uid types.UID, replaced []string, latest string) {
+// other finalizer stayed; its next change is an event. deleted: the
+// writes removed the last finalizer, so the Machine is going, and its
+// last version is replaced too (nothing is left to reconcile at it).
+func (o *ownWrites) record(key types.NamespacedName, uid types.UID, replaced []string, latest string, deleted bool) {
 	if len(replaced) == 0 {
 		return // it wrote nothing
+	}
+	if deleted {
+		replaced, latest = append(replaced, latest), ""
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

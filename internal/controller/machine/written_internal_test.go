@@ -13,7 +13,7 @@ import (
 func TestOwnWrites(t *testing.T) {
 	var o ownWrites
 	k := types.NamespacedName{Namespace: "ns", Name: "m"}
-	o.record(k, "u", []string{"1", "2"}, "3") // an object patch, then a status patch
+	o.record(k, "u", []string{"1", "2"}, "3", false) // an object patch, then a status patch
 	for _, v := range []string{"1", "2"} {
 		if !o.behind(k, "u", v) {
 			t.Errorf("version %s, replaced by our writes: not behind", v)
@@ -25,16 +25,16 @@ func TestOwnWrites(t *testing.T) {
 	if o.behind(k, "u", "1") {
 		t.Error("version 1 after the cache showed our last write: behind (the record should have ended)")
 	}
-	o.record(k, "u", []string{"3"}, "4")
+	o.record(k, "u", []string{"3"}, "4", false)
 	if o.behind(k, "u", "7") || o.behind(k, "u", "3") {
 		t.Error("after someone else's write the record should have ended")
 	}
-	o.record(k, "u", nil, "9")
+	o.record(k, "u", nil, "9", false)
 	if o.behind(k, "u", "9") {
 		t.Error("a reconcile that wrote nothing left a record")
 	}
 
-	o.record(k, "u", []string{"9", "10"}, "11") // the finalizer's removal
+	o.record(k, "u", []string{"9", "10"}, "11", false) // the finalizer's removal
 	for _, v := range []string{"9", "10"} {
 		if !o.behind(k, "u", v) {
 			t.Errorf("version %s, before the removal of our finalizer: not behind", v)
@@ -43,15 +43,15 @@ func TestOwnWrites(t *testing.T) {
 	if o.behind(k, "other", "11") {
 		t.Error("a new Machine of the same name: behind")
 	}
-	o.record(k, "u", []string{"9", "10"}, "11")
+	o.record(k, "u", []string{"9", "10"}, "11", false)
 	if o.behind(k, "u", "11") {
 		t.Error("version 11, which removed our finalizer and which another controller's finalizer holds: behind (it would be requeued until that finalizer goes)")
 	}
-	o.record(k, "v", nil, "12") // another controller's finalizer holds it: we wrote nothing
+	o.record(k, "v", nil, "12", false) // another controller's finalizer holds it: we wrote nothing
 	if o.behind(k, "v", "12") {
 		t.Error("a Machine without our finalizer, which we did not write: behind")
 	}
-	o.record(k, "u", []string{"9"}, "10")
+	o.record(k, "u", []string{"9"}, "10", false)
 	o.forget(k)
 	if o.behind(k, "u", "9") {
 		t.Error("behind after forget")
