@@ -75,6 +75,11 @@ type Driver interface {
 	// GetPluginInfo names the driver and says which optional methods it
 	// implements.
 	GetPluginInfo(ctx context.Context, req *GetPluginInfoRequest) (*GetPluginInfoResponse, error)
+
+	// ReceiveEvents answers what the provider announced about the
+	// driver's VMs since the last call: interruptions above all (events.go).
+	// It may wait up to req.Wait for one. Optional.
+	ReceiveEvents(ctx context.Context, req *ReceiveEventsRequest) (*ReceiveEventsResponse, error)
 }
 
 // CreateMachineRequest asks for the VM of one Machine.
@@ -286,12 +291,13 @@ const (
 	MethodGetVolumeIDs      Method = "GetVolumeIDs"
 	MethodUpdateMachine     Method = "UpdateMachine"
 	MethodGetPluginInfo     Method = "GetPluginInfo"
+	MethodReceiveEvents     Method = "ReceiveEvents"
 )
 
 // OptionalMethods are the methods a driver may leave unimplemented.
 var OptionalMethods = []Method{
 	MethodInitializeMachine, MethodGetMachineStatus, MethodListMachines,
-	MethodGetVolumeIDs, MethodUpdateMachine,
+	MethodGetVolumeIDs, MethodUpdateMachine, MethodReceiveEvents,
 }
 
 // UnimplementedDriver answers Unimplemented to every optional method. Embed

@@ -109,6 +109,10 @@ func (f *fakeDriver) GetPluginInfo(ctx context.Context, req *driver.GetPluginInf
 	return call[driver.GetPluginInfoResponse](ctx, f, driver.MethodGetPluginInfo, req)
 }
 
+func (f *fakeDriver) ReceiveEvents(ctx context.Context, req *driver.ReceiveEventsRequest) (*driver.ReceiveEventsResponse, error) {
+	return call[driver.ReceiveEventsResponse](ctx, f, driver.MethodReceiveEvents, req)
+}
+
 // socketPath returns a unix socket path in a fresh temporary directory.
 func socketPath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "driver.sock")

@@ -83,11 +83,25 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 			resp: &driver.UpdateMachineResponse{},
 		},
 		{
+			method: driver.MethodReceiveEvents,
+			req:    &driver.ReceiveEventsRequest{Acknowledged: []string{"ev-1", "ev-2"}, Wait: 1500 * time.Millisecond},
+			resp: &driver.ReceiveEventsResponse{Events: []driver.VMEvent{
+				{ID: "ev-3", ProviderID: "sim://zone-a/vm-1", MachineUID: "uid-1", Kind: driver.VMInterruption,
+					Time: time.UnixMilli(1764650000123).UTC(), Deadline: time.UnixMilli(1764650120123).UTC(), Message: "spot interruption: terminate"},
+				{ID: "ev-4", ProviderID: "sim://zone-b/vm-2", Kind: driver.VMRebalanceRecommendation, Time: time.UnixMilli(1764650000000).UTC()},
+			}},
+		},
+		{
 			method: driver.MethodGetPluginInfo,
 			req:    &driver.GetPluginInfoRequest{},
 			resp: &driver.GetPluginInfoResponse{Name: "fake", Version: "v1.2.3",
 				Implements: []driver.Method{driver.MethodGetMachineStatus, driver.MethodListMachines}},
 		},
+	}
+	// Events carry times, which Semantic cannot compare field by field.
+	semantic := equality.Semantic.Copy()
+	if err := semantic.AddFunc(func(a, b time.Time) bool { return a.Equal(b) }); err != nil {
+		t.Fatal(err)
 	}
 	for _, tc := range cases {
 		t.Run(string(tc.method), func(t *testing.T) {
@@ -96,10 +110,10 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", tc.method, err)
 			}
-			if !equality.Semantic.DeepEqual(fake.request(tc.method), tc.req) {
+			if !semantic.DeepEqual(fake.request(tc.method), tc.req) {
 				t.Errorf("the driver received\n%#v\nwant\n%#v", fake.request(tc.method), tc.req)
 			}
-			if !equality.Semantic.DeepEqual(got, tc.resp) {
+			if !semantic.DeepEqual(got, tc.resp) {
 				t.Errorf("the caller received\n%#v\nwant\n%#v", got, tc.resp)
 			}
 		})
@@ -125,6 +139,8 @@ func invoke(ctx context.Context, d driver.Driver, method driver.Method, req any)
 		return d.UpdateMachine(ctx, req.(*driver.UpdateMachineRequest))
 	case driver.MethodGetPluginInfo:
 		return d.GetPluginInfo(ctx, req.(*driver.GetPluginInfoRequest))
+	case driver.MethodReceiveEvents:
+		return d.ReceiveEvents(ctx, req.(*driver.ReceiveEventsRequest))
 	}
 	panic("unknown method " + method)
 }

@@ -1113,6 +1113,211 @@ func (x *GetPluginInfoResponse) GetImplements() []string {
 	return nil
 }
 
+// ReceiveEventsRequest acknowledges events and asks for more.
+type ReceiveEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// IDs of events of earlier answers the manager has recorded: the driver
+	// forgets them. An event never acknowledged is answered again later.
+	Acknowledged []string `protobuf:"bytes,1,rep,name=acknowledged,proto3" json:"acknowledged,omitempty"`
+	// How long the driver may wait for an event when it has none, in
+	// milliseconds; 0 answers at once.
+	WaitMillis    int64 `protobuf:"varint,2,opt,name=wait_millis,json=waitMillis,proto3" json:"wait_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveEventsRequest) Reset() {
+	*x = ReceiveEventsRequest{}
+	mi := &file_v1_driver_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveEventsRequest) ProtoMessage() {}
+
+func (x *ReceiveEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_driver_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveEventsRequest.ProtoReflect.Descriptor instead.
+func (*ReceiveEventsRequest) Descriptor() ([]byte, []int) {
+	return file_v1_driver_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReceiveEventsRequest) GetAcknowledged() []string {
+	if x != nil {
+		return x.Acknowledged
+	}
+	return nil
+}
+
+func (x *ReceiveEventsRequest) GetWaitMillis() int64 {
+	if x != nil {
+		return x.WaitMillis
+	}
+	return 0
+}
+
+// ReceiveEventsResponse lists the events the driver has, none while there are none.
+type ReceiveEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events, oldest first.
+	Events        []*VMEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiveEventsResponse) Reset() {
+	*x = ReceiveEventsResponse{}
+	mi := &file_v1_driver_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiveEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiveEventsResponse) ProtoMessage() {}
+
+func (x *ReceiveEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_driver_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiveEventsResponse.ProtoReflect.Descriptor instead.
+func (*ReceiveEventsResponse) Descriptor() ([]byte, []int) {
+	return file_v1_driver_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReceiveEventsResponse) GetEvents() []*VMEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// VMEvent is one thing a provider announced about one VM.
+type VMEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ID of the event, for ReceiveEventsRequest.acknowledged.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Provider ID of the VM, as CreateMachine returned it.
+	ProviderId string `protobuf:"bytes,2,opt,name=provider_id,json=providerId,proto3" json:"provider_id,omitempty"`
+	// UID of the Machine the VM was made for, when the driver knows it.
+	MachineUid string `protobuf:"bytes,3,opt,name=machine_uid,json=machineUid,proto3" json:"machine_uid,omitempty"`
+	// Kind: "Interruption" (the VM is taken away at the deadline) or
+	// "RebalanceRecommendation" (it is at elevated risk of that). A manager
+	// records a kind it does not know as an Event only.
+	Kind string `protobuf:"bytes,4,opt,name=kind,proto3" json:"kind,omitempty"`
+	// When the provider announced it, in milliseconds since the Unix epoch.
+	TimeUnixMillis int64 `protobuf:"varint,5,opt,name=time_unix_millis,json=timeUnixMillis,proto3" json:"time_unix_millis,omitempty"`
+	// When the VM will be taken away, in milliseconds since the Unix epoch; 0 when unknown.
+	DeadlineUnixMillis int64 `protobuf:"varint,6,opt,name=deadline_unix_millis,json=deadlineUnixMillis,proto3" json:"deadline_unix_millis,omitempty"`
+	// The event for a person.
+	Message       string `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VMEvent) Reset() {
+	*x = VMEvent{}
+	mi := &file_v1_driver_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VMEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VMEvent) ProtoMessage() {}
+
+func (x *VMEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_driver_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VMEvent.ProtoReflect.Descriptor instead.
+func (*VMEvent) Descriptor() ([]byte, []int) {
+	return file_v1_driver_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *VMEvent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *VMEvent) GetProviderId() string {
+	if x != nil {
+		return x.ProviderId
+	}
+	return ""
+}
+
+func (x *VMEvent) GetMachineUid() string {
+	if x != nil {
+		return x.MachineUid
+	}
+	return ""
+}
+
+func (x *VMEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *VMEvent) GetTimeUnixMillis() int64 {
+	if x != nil {
+		return x.TimeUnixMillis
+	}
+	return 0
+}
+
+func (x *VMEvent) GetDeadlineUnixMillis() int64 {
+	if x != nil {
+		return x.DeadlineUnixMillis
+	}
+	return 0
+}
+
+func (x *VMEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 var File_v1_driver_proto protoreflect.FileDescriptor
 
 const file_v1_driver_proto_rawDesc = "" +
@@ -1195,7 +1400,23 @@ const file_v1_driver_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1e\n" +
 	"\n" +
 	"implements\x18\x03 \x03(\tR\n" +
-	"implements2\xe7\x06\n" +
+	"implements\"[\n" +
+	"\x14ReceiveEventsRequest\x12\"\n" +
+	"\facknowledged\x18\x01 \x03(\tR\facknowledged\x12\x1f\n" +
+	"\vwait_millis\x18\x02 \x01(\x03R\n" +
+	"waitMillis\"N\n" +
+	"\x15ReceiveEventsResponse\x125\n" +
+	"\x06events\x18\x01 \x03(\v2\x1d.millwright.driver.v1.VMEventR\x06events\"\xe5\x01\n" +
+	"\aVMEvent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vprovider_id\x18\x02 \x01(\tR\n" +
+	"providerId\x12\x1f\n" +
+	"\vmachine_uid\x18\x03 \x01(\tR\n" +
+	"machineUid\x12\x12\n" +
+	"\x04kind\x18\x04 \x01(\tR\x04kind\x12(\n" +
+	"\x10time_unix_millis\x18\x05 \x01(\x03R\x0etimeUnixMillis\x120\n" +
+	"\x14deadline_unix_millis\x18\x06 \x01(\x03R\x12deadlineUnixMillis\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage2\xd1\a\n" +
 	"\x06Driver\x12h\n" +
 	"\rCreateMachine\x12*.millwright.driver.v1.CreateMachineRequest\x1a+.millwright.driver.v1.CreateMachineResponse\x12t\n" +
 	"\x11InitializeMachine\x12..millwright.driver.v1.InitializeMachineRequest\x1a/.millwright.driver.v1.InitializeMachineResponse\x12h\n" +
@@ -1204,7 +1425,8 @@ const file_v1_driver_proto_rawDesc = "" +
 	"\fListMachines\x12).millwright.driver.v1.ListMachinesRequest\x1a*.millwright.driver.v1.ListMachinesResponse\x12e\n" +
 	"\fGetVolumeIDs\x12).millwright.driver.v1.GetVolumeIDsRequest\x1a*.millwright.driver.v1.GetVolumeIDsResponse\x12h\n" +
 	"\rUpdateMachine\x12*.millwright.driver.v1.UpdateMachineRequest\x1a+.millwright.driver.v1.UpdateMachineResponse\x12h\n" +
-	"\rGetPluginInfo\x12*.millwright.driver.v1.GetPluginInfoRequest\x1a+.millwright.driver.v1.GetPluginInfoResponseB=Z;github.com/millwright-dev/millwright/api/driver/v1;driverv1b\x06proto3"
+	"\rGetPluginInfo\x12*.millwright.driver.v1.GetPluginInfoRequest\x1a+.millwright.driver.v1.GetPluginInfoResponse\x12h\n" +
+	"\rReceiveEvents\x12*.millwright.driver.v1.ReceiveEventsRequest\x1a+.millwright.driver.v1.ReceiveEventsResponseB=Z;github.com/millwright-dev/millwright/api/driver/v1;driverv1b\x06proto3"
 
 var (
 	file_v1_driver_proto_rawDescOnce sync.Once
@@ -1218,7 +1440,7 @@ func file_v1_driver_proto_rawDescGZIP() []byte {
 	return file_v1_driver_proto_rawDescData
 }
 
-var file_v1_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_v1_driver_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_v1_driver_proto_goTypes = []any{
 	(*MachineAddress)(nil),            // 0: millwright.driver.v1.MachineAddress
 	(*CreateMachineRequest)(nil),      // 1: millwright.driver.v1.CreateMachineRequest
@@ -1238,36 +1460,42 @@ var file_v1_driver_proto_goTypes = []any{
 	(*UpdateMachineResponse)(nil),     // 15: millwright.driver.v1.UpdateMachineResponse
 	(*GetPluginInfoRequest)(nil),      // 16: millwright.driver.v1.GetPluginInfoRequest
 	(*GetPluginInfoResponse)(nil),     // 17: millwright.driver.v1.GetPluginInfoResponse
-	nil,                               // 18: millwright.driver.v1.CreateMachineResponse.NodeLabelsEntry
-	nil,                               // 19: millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntry
+	(*ReceiveEventsRequest)(nil),      // 18: millwright.driver.v1.ReceiveEventsRequest
+	(*ReceiveEventsResponse)(nil),     // 19: millwright.driver.v1.ReceiveEventsResponse
+	(*VMEvent)(nil),                   // 20: millwright.driver.v1.VMEvent
+	nil,                               // 21: millwright.driver.v1.CreateMachineResponse.NodeLabelsEntry
+	nil,                               // 22: millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntry
 }
 var file_v1_driver_proto_depIdxs = []int32{
 	0,  // 0: millwright.driver.v1.CreateMachineResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
-	18, // 1: millwright.driver.v1.CreateMachineResponse.node_labels:type_name -> millwright.driver.v1.CreateMachineResponse.NodeLabelsEntry
+	21, // 1: millwright.driver.v1.CreateMachineResponse.node_labels:type_name -> millwright.driver.v1.CreateMachineResponse.NodeLabelsEntry
 	0,  // 2: millwright.driver.v1.GetMachineStatusResponse.addresses:type_name -> millwright.driver.v1.MachineAddress
-	19, // 3: millwright.driver.v1.GetMachineStatusResponse.node_labels:type_name -> millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntry
+	22, // 3: millwright.driver.v1.GetMachineStatusResponse.node_labels:type_name -> millwright.driver.v1.GetMachineStatusResponse.NodeLabelsEntry
 	11, // 4: millwright.driver.v1.ListMachinesResponse.vms:type_name -> millwright.driver.v1.ListedVM
-	1,  // 5: millwright.driver.v1.Driver.CreateMachine:input_type -> millwright.driver.v1.CreateMachineRequest
-	3,  // 6: millwright.driver.v1.Driver.InitializeMachine:input_type -> millwright.driver.v1.InitializeMachineRequest
-	5,  // 7: millwright.driver.v1.Driver.DeleteMachine:input_type -> millwright.driver.v1.DeleteMachineRequest
-	7,  // 8: millwright.driver.v1.Driver.GetMachineStatus:input_type -> millwright.driver.v1.GetMachineStatusRequest
-	9,  // 9: millwright.driver.v1.Driver.ListMachines:input_type -> millwright.driver.v1.ListMachinesRequest
-	12, // 10: millwright.driver.v1.Driver.GetVolumeIDs:input_type -> millwright.driver.v1.GetVolumeIDsRequest
-	14, // 11: millwright.driver.v1.Driver.UpdateMachine:input_type -> millwright.driver.v1.UpdateMachineRequest
-	16, // 12: millwright.driver.v1.Driver.GetPluginInfo:input_type -> millwright.driver.v1.GetPluginInfoRequest
-	2,  // 13: millwright.driver.v1.Driver.CreateMachine:output_type -> millwright.driver.v1.CreateMachineResponse
-	4,  // 14: millwright.driver.v1.Driver.InitializeMachine:output_type -> millwright.driver.v1.InitializeMachineResponse
-	6,  // 15: millwright.driver.v1.Driver.DeleteMachine:output_type -> millwright.driver.v1.DeleteMachineResponse
-	8,  // 16: millwright.driver.v1.Driver.GetMachineStatus:output_type -> millwright.driver.v1.GetMachineStatusResponse
-	10, // 17: millwright.driver.v1.Driver.ListMachines:output_type -> millwright.driver.v1.ListMachinesResponse
-	13, // 18: millwright.driver.v1.Driver.GetVolumeIDs:output_type -> millwright.driver.v1.GetVolumeIDsResponse
-	15, // 19: millwright.driver.v1.Driver.UpdateMachine:output_type -> millwright.driver.v1.UpdateMachineResponse
-	17, // 20: millwright.driver.v1.Driver.GetPluginInfo:output_type -> millwright.driver.v1.GetPluginInfoResponse
-	13, // [13:21] is the sub-list for method output_type
-	5,  // [5:13] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	20, // 5: millwright.driver.v1.ReceiveEventsResponse.events:type_name -> millwright.driver.v1.VMEvent
+	1,  // 6: millwright.driver.v1.Driver.CreateMachine:input_type -> millwright.driver.v1.CreateMachineRequest
+	3,  // 7: millwright.driver.v1.Driver.InitializeMachine:input_type -> millwright.driver.v1.InitializeMachineRequest
+	5,  // 8: millwright.driver.v1.Driver.DeleteMachine:input_type -> millwright.driver.v1.DeleteMachineRequest
+	7,  // 9: millwright.driver.v1.Driver.GetMachineStatus:input_type -> millwright.driver.v1.GetMachineStatusRequest
+	9,  // 10: millwright.driver.v1.Driver.ListMachines:input_type -> millwright.driver.v1.ListMachinesRequest
+	12, // 11: millwright.driver.v1.Driver.GetVolumeIDs:input_type -> millwright.driver.v1.GetVolumeIDsRequest
+	14, // 12: millwright.driver.v1.Driver.UpdateMachine:input_type -> millwright.driver.v1.UpdateMachineRequest
+	16, // 13: millwright.driver.v1.Driver.GetPluginInfo:input_type -> millwright.driver.v1.GetPluginInfoRequest
+	18, // 14: millwright.driver.v1.Driver.ReceiveEvents:input_type -> millwright.driver.v1.ReceiveEventsRequest
+	2,  // 15: millwright.driver.v1.Driver.CreateMachine:output_type -> millwright.driver.v1.CreateMachineResponse
+	4,  // 16: millwright.driver.v1.Driver.InitializeMachine:output_type -> millwright.driver.v1.InitializeMachineResponse
+	6,  // 17: millwright.driver.v1.Driver.DeleteMachine:output_type -> millwright.driver.v1.DeleteMachineResponse
+	8,  // 18: millwright.driver.v1.Driver.GetMachineStatus:output_type -> millwright.driver.v1.GetMachineStatusResponse
+	10, // 19: millwright.driver.v1.Driver.ListMachines:output_type -> millwright.driver.v1.ListMachinesResponse
+	13, // 20: millwright.driver.v1.Driver.GetVolumeIDs:output_type -> millwright.driver.v1.GetVolumeIDsResponse
+	15, // 21: millwright.driver.v1.Driver.UpdateMachine:output_type -> millwright.driver.v1.UpdateMachineResponse
+	17, // 22: millwright.driver.v1.Driver.GetPluginInfo:output_type -> millwright.driver.v1.GetPluginInfoResponse
+	19, // 23: millwright.driver.v1.Driver.ReceiveEvents:output_type -> millwright.driver.v1.ReceiveEventsResponse
+	15, // [15:24] is the sub-list for method output_type
+	6,  // [6:15] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_v1_driver_proto_init() }
@@ -1281,7 +1509,7 @@ func file_v1_driver_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_driver_proto_rawDesc), len(file_v1_driver_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

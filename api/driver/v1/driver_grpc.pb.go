@@ -48,6 +48,7 @@ const (
 	Driver_GetVolumeIDs_FullMethodName      = "/millwright.driver.v1.Driver/GetVolumeIDs"
 	Driver_UpdateMachine_FullMethodName     = "/millwright.driver.v1.Driver/UpdateMachine"
 	Driver_GetPluginInfo_FullMethodName     = "/millwright.driver.v1.Driver/GetPluginInfo"
+	Driver_ReceiveEvents_FullMethodName     = "/millwright.driver.v1.Driver/ReceiveEvents"
 )
 
 // DriverClient is the client API for Driver service.
@@ -79,6 +80,11 @@ type DriverClient interface {
 	UpdateMachine(ctx context.Context, in *UpdateMachineRequest, opts ...grpc.CallOption) (*UpdateMachineResponse, error)
 	// GetPluginInfo names the driver and lists the optional rpcs it implements.
 	GetPluginInfo(ctx context.Context, in *GetPluginInfoRequest, opts ...grpc.CallOption) (*GetPluginInfoResponse, error)
+	// ReceiveEvents answers what the provider announced about the driver's
+	// VMs (interruptions above all), waiting up to wait_millis for one when
+	// there is none. Events stay until a later call acknowledges them.
+	// Optional.
+	ReceiveEvents(ctx context.Context, in *ReceiveEventsRequest, opts ...grpc.CallOption) (*ReceiveEventsResponse, error)
 }
 
 type driverClient struct {
@@ -169,6 +175,16 @@ func (c *driverClient) GetPluginInfo(ctx context.Context, in *GetPluginInfoReque
 	return out, nil
 }
 
+func (c *driverClient) ReceiveEvents(ctx context.Context, in *ReceiveEventsRequest, opts ...grpc.CallOption) (*ReceiveEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReceiveEventsResponse)
+	err := c.cc.Invoke(ctx, Driver_ReceiveEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DriverServer is the server API for Driver service.
 // All implementations must embed UnimplementedDriverServer
 // for forward compatibility.
@@ -198,6 +214,11 @@ type DriverServer interface {
 	UpdateMachine(context.Context, *UpdateMachineRequest) (*UpdateMachineResponse, error)
 	// GetPluginInfo names the driver and lists the optional rpcs it implements.
 	GetPluginInfo(context.Context, *GetPluginInfoRequest) (*GetPluginInfoResponse, error)
+	// ReceiveEvents answers what the provider announced about the driver's
+	// VMs (interruptions above all), waiting up to wait_millis for one when
+	// there is none. Events stay until a later call acknowledges them.
+	// Optional.
+	ReceiveEvents(context.Context, *ReceiveEventsRequest) (*ReceiveEventsResponse, error)
 	mustEmbedUnimplementedDriverServer()
 }
 
@@ -231,6 +252,9 @@ func (UnimplementedDriverServer) UpdateMachine(context.Context, *UpdateMachineRe
 }
 func (UnimplementedDriverServer) GetPluginInfo(context.Context, *GetPluginInfoRequest) (*GetPluginInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPluginInfo not implemented")
+}
+func (UnimplementedDriverServer) ReceiveEvents(context.Context, *ReceiveEventsRequest) (*ReceiveEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReceiveEvents not implemented")
 }
 func (UnimplementedDriverServer) mustEmbedUnimplementedDriverServer() {}
 func (UnimplementedDriverServer) testEmbeddedByValue()                {}
@@ -397,6 +421,24 @@ func _Driver_GetPluginInfo_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Driver_ReceiveEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReceiveEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DriverServer).ReceiveEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Driver_ReceiveEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DriverServer).ReceiveEvents(ctx, req.(*ReceiveEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Driver_ServiceDesc is the grpc.ServiceDesc for Driver service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -435,6 +477,10 @@ var Driver_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPluginInfo",
 			Handler:    _Driver_GetPluginInfo_Handler,
+		},
+		{
+			MethodName: "ReceiveEvents",
+			Handler:    _Driver_ReceiveEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
