@@ -226,6 +226,10 @@ func (s *suite) testUnimplemented(t *testing.T, info *driver.GetPluginInfoRespon
 			})
 			return err
 		},
+		driver.MethodReceiveEvents: func(ctx context.Context) error {
+			_, err := s.Driver.ReceiveEvents(ctx, &driver.ReceiveEventsRequest{})
+			return err
+		},
 	}
 	for _, method := range driver.OptionalMethods {
 		ctx, cancel := s.ctx()
