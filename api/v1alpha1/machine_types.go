@@ -169,6 +169,20 @@ const (
 	// does not run), False once its create started (the timeout counts
 	// from then).
 	CreateQueuedCondition = "CreateQueued"
+	// InterruptedCondition: True once the provider announced that it takes
+	// the Machine's VM away (a spot interruption, a scheduled retirement;
+	// docs/interruptions.md), with status.interruptionDeadline when it said
+	// when. Its MachineSet creates the replacement first, then deletes the
+	// Machine, whose drain is forced at the deadline. The reason says what
+	// was announced; it is never set back to False.
+	InterruptedCondition = "Interrupted"
+)
+
+// Reasons of the Interrupted condition.
+const (
+	// InterruptionReason: the driver announced an interruption
+	// (driver.VMInterruption); the message has the provider's words.
+	InterruptionReason = "Interruption"
 )
 
 // Reasons of the Preserved condition.
@@ -264,6 +278,12 @@ type MachineStatus struct {
 	// preserved (condition Preserved True): its start plus the preserve timeout.
 	// +optional
 	PreservedUntil *metav1.Time `json:"preservedUntil,omitempty"`
+
+	// InterruptionDeadline is when the provider takes the Machine's VM away,
+	// as its driver announced it (condition Interrupted True): what is left
+	// of the Node's drain is forced then. Unset when no deadline was given.
+	// +optional
+	InterruptionDeadline *metav1.Time `json:"interruptionDeadline,omitempty"`
 
 	// Deletion records how far the deletion has got; set once the Machine is deleted.
 	// +optional

@@ -1397,6 +1397,10 @@ func (in *MachineStatus) DeepCopyInto(out *MachineStatus) {
 		in, out := &in.PreservedUntil, &out.PreservedUntil
 		*out = (*in).DeepCopy()
 	}
+	if in.InterruptionDeadline != nil {
+		in, out := &in.InterruptionDeadline, &out.InterruptionDeadline
+		*out = (*in).DeepCopy()
+	}
 	if in.Deletion != nil {
 		in, out := &in.Deletion, &out.Deletion
 		*out = new(MachineDeletionStatus)
