@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -28,6 +29,7 @@ func newAdmin(c *Cloud, calls *callCounter) http.Handler {
 	a.mux.HandleFunc("GET /vms/{id}", a.getVM)
 	a.mux.HandleFunc("DELETE /vms/{id}", a.deleteVM)
 	a.mux.HandleFunc("POST /vms/{id}/kill", a.killVM)
+	a.mux.HandleFunc("POST /vms/{id}/announce", a.announce)
 	a.mux.HandleFunc("GET /history", a.history)
 	a.mux.HandleFunc("GET /calls", a.callStats)
 	a.mux.HandleFunc("POST /nodes/{name}/not-ready", a.nodeReady(false))
@@ -85,6 +87,40 @@ func (a *admin) killVM(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, vm)
+}
+
+// Announcement is the body of POST /vms/{id}/announce.
+type Announcement struct {
+	// Kind is a driver.VMEventKind: Interruption or RebalanceRecommendation.
+	Kind driver.VMEventKind `json:"kind"`
+	// Notice is how long before the VM is taken away ("2m"); empty: no deadline.
+	Notice string `json:"notice,omitempty"`
+}
+
+func (a *admin) announce(w http.ResponseWriter, r *http.Request) {
+	var req Announcement
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.Kind != driver.VMInterruption && req.Kind != driver.VMRebalanceRecommendation {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("kind %q: want %s or %s", req.Kind, driver.VMInterruption, driver.VMRebalanceRecommendation))
+		return
+	}
+	var notice time.Duration
+	if req.Notice != "" {
+		d, err := time.ParseDuration(req.Notice)
+		if err != nil || d < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("notice %q: want a duration such as 2m", req.Notice))
+			return
+		}
+		notice = d
+	}
+	ev, err := a.cloud.Announce(r.PathValue("id"), req.Kind, notice)
+	if err != nil {
+		writeDriverError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ev)
 }
 
 func (a *admin) history(w http.ResponseWriter, r *http.Request) {

@@ -40,6 +40,8 @@ type Cloud struct {
 	// fullZones are the zones the admin API made out of capacity: a
 	// create placed there fails with ResourceExhausted, whatever the class.
 	fullZones map[string]bool
+	// events are the announced events ReceiveEvents answers (events.go).
+	events eventQueue
 
 	// changed is told the node names whose Node must be reconciled; dirty
 	// that the state changed and should be saved. Both are called without

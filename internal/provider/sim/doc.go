@@ -135,6 +135,10 @@
 //	GET    /vms/{id}                           one VM
 //	DELETE /vms/{id}                           delete a VM behind Millwright's back (its Node goes NotReady)
 //	POST   /vms/{id}/kill                      stop a VM: it stays, its Node goes NotReady
+//	POST   /vms/{id}/announce                  body Announcement {"kind": "Interruption", "notice": "2m"}:
+//	                                           the provider announces an interruption (or a
+//	                                           RebalanceRecommendation) of the VM; ReceiveEvents
+//	                                           answers it until acknowledged. The VM is not taken away.
 //	GET    /history[?namespace=&class=&machine=]  every VM ever created, with deletion times
 //	GET    /calls?namespace=&class=            CallStats: the class's CreateMachine and DeleteMachine
 //	                                           calls in flight, and the most at once since the sim started
