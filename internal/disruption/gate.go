@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
+	"github.com/millwright-dev/millwright/internal/patch"
 )
 
 // Reasons of a Machine's DisruptionAllowed condition and of the Gate's Events.

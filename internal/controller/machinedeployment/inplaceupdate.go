@@ -13,9 +13,9 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
-	"github.com/millwright-dev/millwright/internal/controller/patch"
 	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
+	"github.com/millwright-dev/millwright/internal/patch"
 )
 
 // nodeSelectionResync is how soon a Manual in-place update waiting for a

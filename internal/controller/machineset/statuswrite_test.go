@@ -58,7 +58,7 @@ func (s *betweenStatus) Patch(ctx context.Context, obj client.Object, p client.P
 // reconcile's read and its status write does not refuse the status write:
 // only the set's controller writes its status, and the status was
 // computed for the spec read (patch.OwnStatus; a spec change since still
-// refuses it: internal/controller/patch's tests).
+// refuses it: internal/patch's tests).
 func TestStatusWriteGoesThroughAnotherWriteSinceTheRead(t *testing.T) {
 	c := &between{}
 	h := controllertest.New(t, controllertest.Options{

@@ -20,7 +20,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/contract"
-	"github.com/millwright-dev/millwright/internal/controller/patch"
+	"github.com/millwright-dev/millwright/internal/patch"
 )
 
 // Kind describes a provider kind to the scope: where its conditions and
