@@ -2,7 +2,7 @@ package disruption
 
 import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // counted reports whether a Machine a budget selects counts in it at all.
@@ -10,5 +10,5 @@ import (
 // owner no longer counts it): counting it would hold the budget for the
 // whole preserve timeout (docs/preservation.md).
 func counted(m *v1alpha1.Machine) bool {
-	return !(preserve.Failed(m) && preserve.Held(m))
+	return !(machinefacts.Failed(m) && machinefacts.Preserved(m))
 }

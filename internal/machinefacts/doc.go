@@ -2,8 +2,9 @@
 // controller and test that decides from them: whether a Machine is
 // available (Available, UntilAvailable) or unavailable and why
 // (Unavailable), where it is in an in-place update (InPlaceInProgress,
-// InPlaceStopped), and what its annotations say about the order in which
-// a scale-down takes Machines (DeleteGroup).
+// InPlaceStopped), what its annotations say about the order in which
+// a scale-down takes Machines (DeleteGroup), and whether it is preserved
+// (Preserved, PreserveRequested).
 //
 // It is pure — it reads the Machine it is given, and imports no controller
 // — and sits below every controller: the planner of the MachineDeployment,

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
@@ -180,7 +179,7 @@ func (r *Reconciler) replacementAllowed(ctx context.Context, m *v1alpha1.Machine
 		decided[other.Name] = other.Status.FailureReason != ""
 		// A preserved Machine's replacement is already made: it is no
 		// longer in flight (docs/preservation.md).
-		if other.Name != m.Name && decided[other.Name] && !preserve.Held(&other) {
+		if other.Name != m.Name && decided[other.Name] && !machinefacts.Preserved(&other) {
 			inFlight[other.Name] = true
 		}
 	}

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -48,7 +48,7 @@ func (r *Reconciler) findNode(ctx context.Context, s *scope) (reconcile.Result, 
 	s.node = node
 	m.Status.NodeRef = &v1alpha1.NodeReference{Kind: "Node", Name: node.Name}
 	syncNodeVersion(s)
-	if node.Annotations[v1alpha1.NodeTriggerDeletionAnnotation] == "true" && !preserve.Held(m) {
+	if node.Annotations[v1alpha1.NodeTriggerDeletionAnnotation] == "true" && !machinefacts.Preserved(m) {
 		// A preserved Machine is kept until its preservation ends (docs/preservation.md).
 		s.event(corev1.EventTypeNormal, "TriggerDeletion", "Node "+node.Name+" asks for its Machine to be replaced; deleting the Machine")
 		s.stop = true

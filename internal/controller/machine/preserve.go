@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
 
@@ -41,7 +41,7 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (recon
 			}
 		}
 	}
-	req := preserve.Requested(m, node)
+	req := machinefacts.PreserveRequested(m, node)
 	cond := s.condition(v1alpha1.PreservedCondition)
 	wasPreserved := cond != nil && cond.Status == metav1.ConditionTrue
 	var res reconcile.Result
@@ -56,10 +56,10 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (recon
 		if wasPreserved {
 			s.event(corev1.EventTypeNormal, "PreservationEnded", "preservation ended: "+req.Invalid)
 		}
-	case req.Reason == "" && preserve.Requested(m, nil).Reason != "":
+	case req.Reason == "" && machinefacts.PreserveRequested(m, nil).Reason != "":
 		// The Machine alone asks (its set's automatic mark) but its Node
 		// says "false": a written False tells its MachineSet, which sees
-		// only the Machine, that it is not held (preserve.Held).
+		// only the Machine, that it is not held (machinefacts.Preserved).
 		msg := "its Node " + node.Name + " has " + v1alpha1.PreserveAnnotation + "=" + v1alpha1.PreserveNever + "; the Machine is not preserved"
 		s.setCondition(v1alpha1.PreservedCondition, metav1.ConditionFalse, v1alpha1.PreserveOptedOutReason, msg)
 		m.Status.PreservedUntil = nil

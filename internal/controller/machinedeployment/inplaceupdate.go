@@ -13,7 +13,6 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
@@ -173,7 +172,7 @@ func (s *scope) inPlaceSet(ctx context.Context, ms *v1alpha1.MachineSet, v *plan
 			Name: m.Name, Created: m.CreationTimestamp.Time,
 			Available: machinefacts.Available(m, minReady, s.now),
 			Deleting:  !m.DeletionTimestamp.IsZero(),
-			Held:      m.DeletionTimestamp.IsZero() && preserve.Held(m),
+			Held:      m.DeletionTimestamp.IsZero() && machinefacts.Preserved(m),
 			Broken:    m.Status.FailureReason != "",
 			Target:    m.Annotations[v1alpha1.InPlaceTargetAnnotation],
 		}

@@ -22,7 +22,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -110,7 +109,7 @@ func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthChe
 		// deleted, it is neither expected, unhealthy nor in flight, or it
 		// would hold maxInFlight and the short-circuit for the whole
 		// preserve timeout (docs/health-checks.md).
-		if !m.DeletionTimestamp.IsZero() || (preserve.Failed(m) && preserve.Held(m)) || !selects(mhc, labels.Set(m.Labels)) {
+		if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !selects(mhc, labels.Set(m.Labels)) {
 			continue
 		}
 		t := &target{machine: m}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // An in-place update (docs/in-place-updates.md) moves a Machine from an
@@ -51,7 +51,7 @@ func (r *Reconciler) collectInPlace(ctx context.Context, s *scope) error {
 // countsIn reports whether a Machine moving in counts as one of the set's
 // replicas: it is not being deleted, not preserved, not failed.
 func countsIn(m *v1alpha1.Machine) bool {
-	return m.DeletionTimestamp.IsZero() && !preserve.Held(m) && m.Status.FailureReason == ""
+	return m.DeletionTimestamp.IsZero() && !machinefacts.Preserved(m) && m.Status.FailureReason == ""
 }
 
 // movedInReady reports whether a Machine moving in counts as ready: its

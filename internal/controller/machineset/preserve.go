@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
 
@@ -32,7 +32,7 @@ func (r *Reconciler) autoPreserve(ctx context.Context, s *scope, failed []*v1alp
 	}
 	var auto []*v1alpha1.Machine
 	for _, m := range s.owned {
-		if m.DeletionTimestamp.IsZero() && preserve.Auto(m) && preserve.Held(m) {
+		if m.DeletionTimestamp.IsZero() && machinefacts.AutoPreserved(m) && machinefacts.Preserved(m) {
 			auto = append(auto, m)
 		}
 	}
@@ -55,7 +55,7 @@ func (r *Reconciler) autoPreserve(ctx context.Context, s *scope, failed []*v1alp
 		if room == 0 {
 			break
 		}
-		if preserve.Auto(m) || preserve.OptedOut(m) || meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PreservedCondition) != nil {
+		if machinefacts.AutoPreserved(m) || machinefacts.PreserveOptedOut(m) || meta.FindStatusCondition(m.Status.Conditions, v1alpha1.PreservedCondition) != nil {
 			continue
 		}
 		if err := r.markAutoPreserved(ctx, s, m, true); err != nil {

@@ -28,9 +28,9 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/names"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
@@ -235,10 +235,10 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 	for _, m := range s.owned {
 		switch {
 		case !m.DeletionTimestamp.IsZero():
-		case preserve.Held(m):
+		case machinefacts.Preserved(m):
 			// Kept, but not one of the replicas: its replacement is
 			// created below (docs/preservation.md).
-			if preserve.Failed(m) && !everRunning(m) {
+			if machinefacts.Failed(m) && !everRunning(m) {
 				heldEarly++
 			}
 		case m.Status.FailureReason != "":

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // updateStatus computes the MachineSet's status once, from its Machines,
@@ -31,7 +31,7 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 		if !m.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if preserve.Held(m) {
+		if machinefacts.Preserved(m) {
 			preserved++ // not one of the replicas (docs/preservation.md)
 			continue
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/spread"
 )
 
@@ -113,7 +113,7 @@ func (r *Reconciler) siblings(ctx context.Context, ms *v1alpha1.MachineSet) ([]*
 // counted reports whether another set's Machine counts in its zone: live,
 // not kept by preservation, not failed (each is on its way out).
 func counted(m *v1alpha1.Machine) bool {
-	return m.DeletionTimestamp.IsZero() && !preserve.Held(m) && m.Status.FailureReason == ""
+	return m.DeletionTimestamp.IsZero() && !machinefacts.Preserved(m) && m.Status.FailureReason == ""
 }
 
 // count records the set's own live Machines.

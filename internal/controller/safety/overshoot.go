@@ -15,7 +15,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
 
@@ -121,7 +121,7 @@ func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) 
 	}
 	var n int32
 	for _, m := range machines {
-		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !preserve.Held(m) {
+		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !machinefacts.Preserved(m) {
 			n++
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/preserve"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
@@ -16,7 +15,7 @@ import (
 func Count(machines []*v1alpha1.Machine, minReady time.Duration, now, supersededAt time.Time) (c Counts, next time.Duration) {
 	var order deleteOrder
 	for _, m := range machines {
-		if m.DeletionTimestamp.IsZero() && preserve.Held(m) {
+		if m.DeletionTimestamp.IsZero() && machinefacts.Preserved(m) {
 			continue // kept, and replaced: neither a replica nor a surge Machine (docs/preservation.md)
 		}
 		c.Machines++

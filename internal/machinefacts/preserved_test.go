@@ -1,4 +1,4 @@
-package preserve
+package machinefacts
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
-func TestRequestedAndHeld(t *testing.T) {
+func TestPreserveRequestedAndPreserved(t *testing.T) {
 	machine := func(ann map[string]string, failed bool, cond *metav1.ConditionStatus) *v1alpha1.Machine {
 		m := &v1alpha1.Machine{}
 		m.Name, m.Annotations = "m", ann
@@ -54,24 +54,24 @@ func TestRequestedAndHeld(t *testing.T) {
 		{"a True condition holds", machine(nil, true, &tr), nil, "", false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := Requested(c.m, c.n)
+			r := PreserveRequested(c.m, c.n)
 			if r.Reason != c.reason || (r.Invalid != "") != c.invalid {
-				t.Errorf("Requested = %+v, want reason %q invalid %v", r, c.reason, c.invalid)
+				t.Errorf("PreserveRequested = %+v, want reason %q invalid %v", r, c.reason, c.invalid)
 			}
-			if got := Held(c.m); got != c.held {
-				t.Errorf("Held = %v, want %v", got, c.held)
+			if got := Preserved(c.m); got != c.held {
+				t.Errorf("Preserved = %v, want %v", got, c.held)
 			}
 		})
 	}
 }
 
-// Held costs no allocation for a Machine without a preserve annotation:
+// Preserved costs no allocation for a Machine without a preserve annotation:
 // the set and safety counts ask it of every Machine they count.
-func TestHeldAllocatesNothingWithoutAnnotation(t *testing.T) {
+func TestPreservedAllocatesNothingWithoutAnnotation(t *testing.T) {
 	m := &v1alpha1.Machine{}
 	m.Name = "plain"
 	m.Annotations = map[string]string{"other": "x"}
-	if n := testing.AllocsPerRun(100, func() { Held(m) }); n != 0 {
-		t.Errorf("Held allocates %v times per call, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { Preserved(m) }); n != 0 {
+		t.Errorf("Preserved allocates %v times per call, want 0", n)
 	}
 }
