@@ -14,15 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // Reasons of Problems; they become condition reasons and Event reasons.
+// Those that make a Machine Pending are machinefacts' (its phase reads
+// them).
 const (
-	ReasonKindUnknown       = "KindUnknown"
-	ReasonContractMissing   = "ContractLabelMissing"
-	ReasonObjectNotFound    = "ObjectNotFound"
-	ReasonForbidden         = "Forbidden"
-	ReasonOwnedElsewhere    = "OwnedByAnotherController"
+	ReasonKindUnknown       = machinefacts.ReasonContractKindUnknown
+	ReasonContractMissing   = machinefacts.ReasonContractLabelMissing
+	ReasonObjectNotFound    = machinefacts.ReasonContractObjectNotFound
+	ReasonForbidden         = machinefacts.ReasonContractForbidden
+	ReasonOwnedElsewhere    = machinefacts.ReasonContractOwnedElsewhere
 	ReasonContractViolation = "ContractViolation"
 )
 

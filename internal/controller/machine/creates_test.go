@@ -10,6 +10,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // slowCreateSpec is a sim class whose VM creates take an hour (the test
@@ -67,7 +68,7 @@ func waitCreating(h *controllertest.Harness, calls *createCalls, name string) {
 		return calls.started(h.Prefix + name), nil
 	})
 	m := h.Get(name)
-	if !machine.CreateMayBeInFlight(m) {
+	if !machinefacts.CreateMayBeInFlight(m) {
 		h.T.Fatalf("%s: the orphan collection would not protect the VM its create is making: %+v", name, m.Status)
 	}
 	if m.Status.Phase != "" {

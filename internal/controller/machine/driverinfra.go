@@ -134,8 +134,8 @@ func vmLost(s *scope, err error) bool {
 //
 // A Machine without a providerID writes nothing before its create: "no
 // providerID" already tells the orphan collection that a VM may be on its
-// way (CreateMayBeInFlight), and the status is written once, with the
-// create's outcome (docs/machine-phases.md, "Writes on the way to
+// way (machinefacts.CreateMayBeInFlight), and the status is written once,
+// with the create's outcome (docs/machine-phases.md, "Writes on the way to
 // Running"). What the write used to give besides — a reconcile that read
 // a cache behind this controller's own last write starts no create — a
 // read of the Machine from the API server gives (createsFromCurrent). A

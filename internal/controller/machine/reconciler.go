@@ -22,6 +22,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -138,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	leftCreateQueue(s)
 	if !s.statusWithCreate { // written with the create's outcome (see driverInfra.create)
-		s.machine.Status.Phase = ComputePhase(s.machine)
+		s.machine.Status.Phase = machinefacts.Phase(s.machine)
 		s.machine.Status.ObservedGeneration = s.machine.Generation
 	}
 	if perr := s.patch(ctx); perr != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/finalizer"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
 
@@ -147,7 +148,7 @@ func (s *scope) patch(ctx context.Context) error {
 // checkpoint writes everything now, in the middle of a reconcile; the
 // writer's snapshot is then what was written.
 func (s *scope) checkpoint(ctx context.Context) error {
-	s.machine.Status.Phase = ComputePhase(s.machine)
+	s.machine.Status.Phase = machinefacts.Phase(s.machine)
 	if err := s.patch(ctx); err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ type PhaseTransition struct {
 }
 
 // PhaseTransitions is every change of status.phase the machine controller
-// may make. ComputePhase decides a phase from the fields; this table says
-// which changes of those fields a reconcile makes, so that the picture
+// may make. machinefacts.Phase decides a phase from the fields; this table
+// says which changes of those fields a reconcile makes, so that the picture
 // docs/images/machine-phases.svg, drawn from it by hack/phasediagram,
 // shows what the controller does: recordPhaseChange logs a change that is
 // not listed as an error, and the package's tests fail on one (see

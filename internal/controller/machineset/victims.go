@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/spread"
 )
@@ -142,7 +141,7 @@ func compareState(a, b *candidate) int {
 
 func rank(m *v1alpha1.Machine) int {
 	// From the fields, not status.phase: a summary that may lag behind them.
-	r, ok := phaseRank[machine.ComputePhase(m)]
+	r, ok := phaseRank[machinefacts.Phase(m)]
 	if !ok {
 		r = phaseRank[v1alpha1.PhaseRunning]
 	}

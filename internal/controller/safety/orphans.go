@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -65,7 +65,7 @@ func claimant(vm driver.ListedVM, byUID, byName *v1alpha1.Machine) *v1alpha1.Mac
 // Machine it was made for (nil when there is none); recorded says whether
 // a live Machine records the VM's providerID as its own. A Machine whose
 // create may be in flight protects every VM claiming it (see
-// machine.CreateMayBeInFlight; decided from the fields, not from
+// machinefacts.CreateMayBeInFlight; decided from the fields, not from
 // status.phase, a summary that may lag behind them). The form of a
 // providerID never makes a VM an orphan: a VM whose Machine records
 // another providerID is only suspected, and the driver must confirm
@@ -81,7 +81,7 @@ func judgeVM(vm driver.ListedVM, m *v1alpha1.Machine, recorded bool) (orphan, bo
 	case m == nil:
 		o.Why = "no Machine " + vm.MachineName + " exists"
 		return o, true
-	case machine.CreateMayBeInFlight(m):
+	case machinefacts.CreateMayBeInFlight(m):
 		return o, false
 	}
 	o.Why = "Machine " + vm.MachineName + " has another VM, " + m.Spec.ProviderID

@@ -1,45 +1,37 @@
-package machine
+package machinefacts
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/contract"
 )
 
-// Condition reasons set by the machine controller.
+// Reasons of a Machine's InfrastructureReady and BootstrapReady conditions
+// that its phase reads. The machine controller and internal/contract write
+// them under these names (their Reason constants are these).
 const (
+	// Prerequisites missing: the Machine is Pending, not Provisioning.
 	ReasonClassNotFound = "ClassNotFound"
 	// ReasonClassGone: the class is not found, and the Machine recorded
-	// a create made with it (its VM may exist); see classMissing.
+	// a create made with it (its VM may exist).
 	ReasonClassGone           = "ClassGone"
 	ReasonDriverNotRegistered = "DriverNotRegistered"
 	ReasonSecretNotFound      = "SecretNotFound"
 	// ReasonSecretRefused: the class names a Secret of another namespace.
 	ReasonSecretRefused        = "SecretRefused"
 	ReasonBootstrapDataMissing = "BootstrapDataMissing"
-	ReasonBootstrapDataReady   = "BootstrapDataReady"
-	ReasonCreating             = "Creating"
-	ReasonCreateFailed         = "CreateFailed"
-	ReasonInitializeFailed     = "InitializeFailed"
-	ReasonProvisioned          = "Provisioned"
-	ReasonNodeNotFound         = "NodeNotFound"
-	ReasonStaleNode            = "StaleNode"
-	ReasonNodeReady            = "NodeReady"
-	ReasonNodeNotReady         = "NodeNotReady"
-	ReasonNodeHealthy          = "NodeHealthy"
-	ReasonNodeUnhealthy        = "NodeConditionsUnhealthy"
-	ReasonRunning              = "Running"
-	ReasonUnhealthy            = "Unhealthy"
+	// A contract provider's object cannot be used (internal/contract's
+	// Problem reasons).
+	ReasonContractKindUnknown    = "KindUnknown"
+	ReasonContractLabelMissing   = "ContractLabelMissing"
+	ReasonContractObjectNotFound = "ObjectNotFound"
+	ReasonContractForbidden      = "Forbidden"
+	ReasonContractOwnedElsewhere = "OwnedByAnotherController"
 
-	// Failure reasons (status.failureReason).
-	FailureCreationTimeout = "CreationTimeout"
-	FailureHealthTimeout   = "HealthTimeout"
-	FailureHealthCheck     = "MachineHealthCheck"
-	FailureCreateError     = "CreateError"
-	FailureNodeDeleteAsked = "NodeTriggerDeletion"
-	FailureVMLost          = "VMLost"
+	// ReasonCreating: a create was started (InfrastructureReady False),
+	// recorded before the call.
+	ReasonCreating = "Creating"
 )
 
 // pendingReasons are InfrastructureReady/BootstrapReady reasons that mean a
@@ -47,16 +39,18 @@ const (
 var pendingReasons = map[string]bool{
 	ReasonClassNotFound: true, ReasonClassGone: true, ReasonDriverNotRegistered: true,
 	ReasonSecretNotFound: true, ReasonSecretRefused: true, ReasonBootstrapDataMissing: true,
-	contract.ReasonKindUnknown: true, contract.ReasonContractMissing: true, contract.ReasonObjectNotFound: true,
-	contract.ReasonForbidden: true, contract.ReasonOwnedElsewhere: true,
+	ReasonContractKindUnknown: true, ReasonContractLabelMissing: true, ReasonContractObjectNotFound: true,
+	ReasonContractForbidden: true, ReasonContractOwnedElsewhere: true,
 }
 
-// ComputePhase summarises a Machine's fields and conditions as a phase. It
-// is the only place phases are decided. Nothing decides from
-// status.phase, written at the end of a reconcile and so possibly behind
-// the fields written with it or after it: a controller that needs a phase
-// computes it from the fields with this function.
-func ComputePhase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
+// Phase summarises a Machine's fields and conditions as a phase. It is
+// the only place phases are decided: the machine controller writes it as
+// status.phase, and the MachineSet ranks its scale-down victims by it.
+// Nothing decides from status.phase, written at the end of a reconcile
+// and so possibly behind the fields written with it or after it: a
+// controller that needs a phase computes it from the fields with this
+// function (docs/machine-phases.md).
+func Phase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
 	conds := m.Status.Conditions
 	infra := meta.FindStatusCondition(conds, v1alpha1.InfrastructureReadyCondition)
 	boot := meta.FindStatusCondition(conds, v1alpha1.BootstrapReadyCondition)
@@ -88,8 +82,9 @@ func ComputePhase(m *v1alpha1.Machine) v1alpha1.MachinePhase {
 // create may be running), its InfrastructureReady condition says a create
 // was started (again, for a VM that was lost), or its last create or
 // initialization failed (a create may have half-succeeded; the retry looks
-// for that VM). It decides from the fields the controller records around
-// CreateMachine, never from status.phase.
+// for that VM). It decides from the fields the machine controller records
+// around CreateMachine, never from status.phase; the safety controller's
+// orphan collection protects every VM of such a Machine.
 func CreateMayBeInFlight(m *v1alpha1.Machine) bool {
 	if m.Spec.ProviderID == "" {
 		return true
