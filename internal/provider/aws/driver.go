@@ -31,6 +31,10 @@ const (
 	DefaultRetryMaxBackoff = 20 * time.Second
 	// DefaultPageSize is DescribeInstances' largest page.
 	DefaultPageSize = 1000
+	// DefaultVisibilityTimeout hides a received interruption message from
+	// the next receives for as long as the manager needs to record its
+	// events and acknowledge them (SQS's own default).
+	DefaultVisibilityTimeout = 30 * time.Second
 )
 
 // clusterNameRE is what a cluster name may be: it goes into a tag key
@@ -60,6 +64,22 @@ type Options struct {
 	// PageSize is DescribeInstances' page size (5–1000); default
 	// DefaultPageSize.
 	PageSize int32
+	// InterruptionQueueURL is the SQS queue that EventBridge rules send
+	// EC2's interruption events to (docs/providers/aws.md, "Spot
+	// interruptions and the interruption queue"); empty: ReceiveEvents is
+	// Unimplemented and GetPluginInfo does not list it.
+	InterruptionQueueURL string
+	// QueueRegion is the queue's region, where the SQS calls go; required
+	// with InterruptionQueueURL. The queue is not about one class, so its
+	// calls use the driver's own credentials (the SDK's default chain).
+	QueueRegion string
+	// SQSEndpoint, when set, replaces SQS's regional endpoint (moto in
+	// tests), as Endpoint does EC2's.
+	SQSEndpoint string
+	// VisibilityTimeout is how long a received message stays hidden from
+	// the next receives: an event not acknowledged within it is answered
+	// again. Whole seconds, 1s to 12h; default DefaultVisibilityTimeout.
+	VisibilityTimeout time.Duration
 }
 
 // CheckClusterName checks a cluster name.
@@ -84,6 +104,9 @@ type Driver struct {
 	subnetZones sync.Map
 	// rootDevices caches each AMI's root device name (region/ami → name).
 	rootDevices sync.Map
+	// queue is the interruption queue's client and what ReceiveEvents
+	// remembers between calls.
+	queue queue
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -111,6 +134,15 @@ func New(o Options) (*Driver, error) {
 	if o.PageSize < 5 || o.PageSize > 1000 {
 		return nil, fmt.Errorf("page size %d: EC2 takes 5 to 1000", o.PageSize)
 	}
+	if o.VisibilityTimeout == 0 {
+		o.VisibilityTimeout = DefaultVisibilityTimeout
+	}
+	if o.VisibilityTimeout < time.Second || o.VisibilityTimeout > 12*time.Hour || o.VisibilityTimeout%time.Second != 0 {
+		return nil, fmt.Errorf("visibility timeout %s: SQS takes whole seconds from 1s to 12h", o.VisibilityTimeout)
+	}
+	if o.InterruptionQueueURL != "" && o.QueueRegion == "" {
+		return nil, fmt.Errorf("an interruption queue needs its region")
+	}
 	return &Driver{opts: o}, nil
 }
 
@@ -120,9 +152,14 @@ var implemented = []driver.Method{
 	driver.MethodGetVolumeIDs, driver.MethodUpdateMachine,
 }
 
-// GetPluginInfo names the driver and its optional methods: all of them.
+// GetPluginInfo names the driver and its optional methods: all of them,
+// ReceiveEvents only with an interruption queue to read.
 func (d *Driver) GetPluginInfo(context.Context, *driver.GetPluginInfoRequest) (*driver.GetPluginInfoResponse, error) {
-	return &driver.GetPluginInfoResponse{Name: d.opts.Name, Version: Version, Implements: slices.Clone(implemented)}, nil
+	methods := slices.Clone(implemented)
+	if d.opts.InterruptionQueueURL != "" {
+		methods = append(methods, driver.MethodReceiveEvents)
+	}
+	return &driver.GetPluginInfoResponse{Name: d.opts.Name, Version: Version, Implements: methods}, nil
 }
 
 // call is what a call about one class works with.

@@ -11,6 +11,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
+	"regexp"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -34,8 +37,13 @@ type Options struct {
 	ClusterName string
 	// EC2Endpoint and STSEndpoint replace AWS's endpoints; empty: AWS's.
 	EC2Endpoint, STSEndpoint string
-	// Region is the region /readyz asks.
+	// Region is the region /readyz asks, and the interruption queue's.
 	Region string
+	// InterruptionQueueURL is the SQS queue of EventBridge's interruption
+	// events; empty: the driver does not implement ReceiveEvents.
+	InterruptionQueueURL string
+	// SQSEndpoint replaces SQS's regional endpoint; empty: AWS's.
+	SQSEndpoint string
 	// RetryMaxAttempts and RetryMaxBackoff set the SDK's retryer.
 	RetryMaxAttempts int
 	RetryMaxBackoff  time.Duration
@@ -58,7 +66,8 @@ func NewOptions() *Options {
 // PermissionDenied), so Machines wait or fail with the reason.
 func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	d, err := aws.New(aws.Options{Name: o.Name, ClusterName: o.ClusterName, Endpoint: o.EC2Endpoint, STSEndpoint: o.STSEndpoint,
-		Logger: log, RetryMaxAttempts: o.RetryMaxAttempts, RetryMaxBackoff: o.RetryMaxBackoff})
+		Logger: log, RetryMaxAttempts: o.RetryMaxAttempts, RetryMaxBackoff: o.RetryMaxBackoff,
+		InterruptionQueueURL: o.InterruptionQueueURL, QueueRegion: o.Region, SQSEndpoint: o.SQSEndpoint})
 	if err != nil {
 		return &cli.UsageError{Err: err}
 	}
@@ -73,7 +82,8 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	if healthLis != nil {
 		cli.ServeHTTP(gctx, g, log, "health checks", healthLis, cli.HealthHandler(readyTimeout, func(ctx context.Context) error { return d.Ready(ctx, o.Region) }))
 	}
-	log.Info("aws driver running", "driver", o.Name, "endpoint", o.Endpoint, "cluster", o.ClusterName, "ec2Endpoint", o.EC2Endpoint)
+	log.Info("aws driver running", "driver", o.Name, "endpoint", o.Endpoint, "cluster", o.ClusterName, "ec2Endpoint", o.EC2Endpoint,
+		"interruptionQueue", o.InterruptionQueueURL)
 	err = g.Wait()
 	log.Info("aws driver stopped")
 	return err
@@ -95,6 +105,16 @@ func (o *Options) Validate() error {
 	if o.Region == "" {
 		c.Bad("region", "must not be empty")
 	}
+	if o.InterruptionQueueURL != "" {
+		if err := checkQueueURL(o.InterruptionQueueURL, o.Region); err != nil {
+			c.Bad("interruption-queue-url", "%v", err)
+		}
+	}
+	if o.SQSEndpoint != "" {
+		if u, err := url.Parse(o.SQSEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.Bad("sqs-endpoint", "%q: want an http:// or https:// URL", o.SQSEndpoint)
+		}
+	}
 	if o.RetryMaxAttempts < 1 {
 		c.Bad("retry-max-attempts", "must be at least 1, got %d", o.RetryMaxAttempts)
 	}
@@ -102,4 +122,26 @@ func (o *Options) Validate() error {
 		c.Bad("retry-max-backoff", "must be a positive duration, got %s", o.RetryMaxBackoff)
 	}
 	return c.Err()
+}
+
+// awsQueueHostRE matches the host of an SQS queue URL of AWS itself
+// (sqs.REGION.amazonaws.com, or the legacy REGION.queue.amazonaws.com),
+// whose region the driver can check against --region.
+var awsQueueHostRE = regexp.MustCompile(`^(?:sqs\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?|([a-z0-9-]+)\.queue\.amazonaws\.com(?:\.cn)?)$`)
+
+// checkQueueURL checks an interruption queue URL: an http(s) URL naming a
+// queue (ACCOUNT/NAME), and for one of AWS's, in --region: the driver
+// signs its SQS calls for --region, and a queue elsewhere would refuse
+// every one of them.
+func checkQueueURL(raw, region string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+		return fmt.Errorf("%q: want the queue's URL, such as https://sqs.%s.amazonaws.com/123456789012/NAME", raw, region)
+	}
+	if m := awsQueueHostRE.FindStringSubmatch(u.Hostname()); m != nil {
+		if r := m[1] + m[2]; r != region {
+			return fmt.Errorf("%q is a queue of region %s, not of --region %s (the region the driver calls SQS in)", raw, r, region)
+		}
+	}
+	return nil
 }

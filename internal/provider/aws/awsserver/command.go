@@ -19,7 +19,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "address of /healthz and /readyz (ready while EC2 answers); empty: off")
 	fs.StringVar(&o.EC2Endpoint, "ec2-endpoint", o.EC2Endpoint, "EC2 endpoint URL instead of AWS's regional one (an EC2-compatible cloud, moto in tests)")
 	fs.StringVar(&o.STSEndpoint, "sts-endpoint", o.STSEndpoint, "STS endpoint URL for a Secret's roleARN instead of AWS's")
-	fs.StringVar(&o.Region, "region", o.Region, "the region /readyz asks EC2 in")
+	fs.StringVar(&o.Region, "region", o.Region, "the region /readyz asks EC2 in, and the region of --interruption-queue-url (where the SQS calls go)")
+	fs.StringVar(&o.InterruptionQueueURL, "interruption-queue-url", o.InterruptionQueueURL, "URL of the SQS queue EventBridge rules send EC2's spot interruption, rebalance, scheduled change and state-change events to, this cluster's alone; read with the default chain's credentials in --region; empty: no interruption events")
+	fs.StringVar(&o.SQSEndpoint, "sqs-endpoint", o.SQSEndpoint, "SQS endpoint URL instead of AWS's regional one (moto in tests)")
 	fs.IntVar(&o.RetryMaxAttempts, "retry-max-attempts", o.RetryMaxAttempts, "tries of an EC2 call that is throttled or fails (5xx, network) before the driver answers Unavailable")
 	fs.DurationVar(&o.RetryMaxBackoff, "retry-max-backoff", o.RetryMaxBackoff, "longest wait between two tries of an EC2 call")
 }

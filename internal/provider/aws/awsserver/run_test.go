@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +41,7 @@ func noDefaultCredentials(t *testing.T) {
 
 // serve runs millwright-aws's Run against ec2Endpoint and returns a client
 // of its driver and its health address.
-func serve(t *testing.T, ec2Endpoint string) (*driver.Client, string) {
+func serve(t *testing.T, ec2Endpoint string, mod ...func(*Options)) (*driver.Client, string) {
 	t.Helper()
 	o := NewOptions()
 	o.Endpoint = "unix://" + filepath.Join(t.TempDir(), "aws.sock")
@@ -46,6 +49,9 @@ func serve(t *testing.T, ec2Endpoint string) (*driver.Client, string) {
 	o.ClusterName = "awsserver-test"
 	o.EC2Endpoint = ec2Endpoint
 	o.RetryMaxBackoff = 20 * time.Millisecond
+	for _, f := range mod {
+		f(o)
+	}
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +175,68 @@ func TestValidateNeedsClusterName(t *testing.T) {
 	o.ClusterName = "bad name"
 	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--cluster-name") {
 		t.Fatalf("Validate with a bad --cluster-name: %v", err)
+	}
+}
+
+// TestValidateQueueURL checks --interruption-queue-url and --sqs-endpoint:
+// a queue of AWS's in another region than --region is refused (the driver
+// signs its SQS calls for --region).
+func TestValidateQueueURL(t *testing.T) {
+	for _, c := range []struct {
+		url, endpoint, wantErr string
+	}{
+		{"https://sqs.eu-west-1.amazonaws.com/123456789012/prod-eu", "", ""},
+		{"https://eu-west-1.queue.amazonaws.com/123456789012/prod-eu", "", ""},
+		{"http://127.0.0.1:5000/123456789012/q", "http://127.0.0.1:5000", ""},
+		{"https://sqs.us-east-1.amazonaws.com/123456789012/prod-eu", "", "--interruption-queue-url: \"https://sqs.us-east-1.amazonaws.com/123456789012/prod-eu\" is a queue of region us-east-1, not of --region eu-west-1"},
+		{"prod-eu", "", "--interruption-queue-url"},
+		{"https://sqs.eu-west-1.amazonaws.com/", "", "--interruption-queue-url"},
+		{"https://sqs.eu-west-1.amazonaws.com/123456789012/q", "localhost:5000", "--sqs-endpoint"},
+	} {
+		o := NewOptions()
+		o.Endpoint, o.ClusterName, o.Region = "unix:///tmp/x.sock", "prod-eu", "eu-west-1"
+		o.InterruptionQueueURL, o.SQSEndpoint = c.url, c.endpoint
+		err := o.Validate()
+		if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+			t.Errorf("Validate with queue %q, endpoint %q: %v; want %q", c.url, c.endpoint, err, c.wantErr)
+		}
+	}
+}
+
+// TestServesTheInterruptionQueue checks that --interruption-queue-url and
+// --sqs-endpoint reach the driver: over gRPC, GetPluginInfo lists
+// ReceiveEvents and a call reads the queue (made in moto, in --region)
+// and answers its message about an instance of another cluster with no
+// event.
+func TestServesTheInterruptionQueue(t *testing.T) {
+	noDefaultCredentials(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "x")
+	moto := motoserver.Start(t)
+	sq := sqs.NewFromConfig(awssdk.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "x", "")},
+		func(o *sqs.Options) { o.BaseEndpoint = awssdk.String(moto.URL) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: awssdk.String("interruptions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"detail-type":"EC2 Instance Rebalance Recommendation","source":"aws.ec2","time":"2026-12-03T10:00:00Z","region":"us-east-1","detail":{"instance-id":"i-0123456789abcdef0"}}`
+	if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: awssdk.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := serve(t, moto.URL, func(o *Options) { o.InterruptionQueueURL, o.SQSEndpoint = awssdk.ToString(q.QueueUrl), moto.URL })
+	info, err := c.GetPluginInfo(ctx, &driver.GetPluginInfoRequest{})
+	if err != nil || !slices.Contains(info.Implements, driver.MethodReceiveEvents) {
+		t.Fatalf("GetPluginInfo: %+v, %v; want ReceiveEvents listed", info, err)
+	}
+	resp, err := c.ReceiveEvents(ctx, &driver.ReceiveEventsRequest{Wait: time.Second})
+	if err != nil || len(resp.Events) != 0 {
+		t.Fatalf("ReceiveEvents: %+v, %v; want no event (the instance is not the cluster's)", resp, err)
+	}
+	attrs, err := sq.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil || attrs.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)] != "0" {
+		t.Fatalf("the queue after the call: %v, %v; want its message received and deleted", attrs.Attributes, err)
 	}
 }
