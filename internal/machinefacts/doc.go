@@ -3,8 +3,10 @@
 // available (Available, UntilAvailable) or unavailable and why
 // (Unavailable), where it is in an in-place update (InPlaceInProgress,
 // InPlaceStopped), what its annotations say about the order in which
-// a scale-down takes Machines (DeleteGroup), and whether it is preserved
-// (Preserved, PreserveRequested).
+// a scale-down takes Machines (DeleteGroup), whether it is preserved
+// (Preserved, PreserveRequested), and its phase (Phase,
+// CreateMayBeInFlight); and, of a MachineDeployment, the rollout
+// arithmetic of its strategy (Fenceposts, MaxSurge).
 //
 // It is pure — it reads the Machine it is given, and imports no controller
 // — and sits below every controller: the planner of the MachineDeployment,

@@ -16,6 +16,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
 
@@ -32,7 +33,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 		return reconcile.Result{}, nil
 	}
 	s.selector = sel
-	if s.surge, s.unavailable, err = plan.Fenceposts(s.md); err != nil {
+	if s.surge, s.unavailable, err = machinefacts.Fenceposts(s.md); err != nil {
 		s.event(corev1.EventTypeWarning, "InvalidStrategy", err.Error())
 		s.stop = true
 		return reconcile.Result{}, nil

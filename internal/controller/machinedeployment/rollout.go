@@ -125,14 +125,6 @@ func (s *scope) countMachines() {
 	}
 }
 
-// MaxSurge is how many Machines above spec.replicas md may have during a
-// rollout (maxSurge resolved against replicas; 0 unless RollingUpdate).
-// The safety controller's overshoot limit builds on it.
-func MaxSurge(md *v1alpha1.MachineDeployment) (int32, error) {
-	surge, _, err := plan.Fenceposts(md)
-	return surge, err
-}
-
 // emitScaled emits one Normal Event for the sets this reconcile scaled.
 func (s *scope) emitScaled() {
 	if len(s.scaled) > 0 {

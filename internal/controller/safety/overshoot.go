@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machinedeployment"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
@@ -73,7 +72,7 @@ func (o *overshoot) reconcileSet(ctx context.Context, req reconcile.Request) (re
 	if md, err := o.deploymentOf(ctx, ms); err != nil {
 		return reconcile.Result{}, err
 	} else if md != nil {
-		if surge, err = machinedeployment.MaxSurge(md); err != nil {
+		if surge, err = machinefacts.MaxSurge(md); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
@@ -87,7 +86,7 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	if err := o.client.Get(ctx, req.NamespacedName, md); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	surge, err := machinedeployment.MaxSurge(md)
+	surge, err := machinefacts.MaxSurge(md)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

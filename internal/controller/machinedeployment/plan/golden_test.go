@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the simulated rollouts")
@@ -80,7 +81,7 @@ func (sc scenario) deployment() *v1alpha1.MachineDeployment {
 	md := &v1alpha1.MachineDeployment{}
 	md.Spec.Replicas = sc.replicas
 	md.Spec.Strategy.Type = sc.strategy
-	if IsRolling(sc.strategy) {
+	if machinefacts.IsRolling(sc.strategy) {
 		ru := &v1alpha1.RollingUpdateMachineDeployment{ReplacementPolicy: sc.policy}
 		if sc.surge != "" {
 			ru.MaxSurge = ptrIOS(sc.surge)
@@ -178,9 +179,9 @@ func simulate(sc scenario, seed uint64) *world {
 	for _, b := range sc.broken {
 		w.broken[b] = true
 	}
-	surge, unavailable, _ := Fenceposts(w.md)
+	surge, unavailable, _ := machinefacts.Fenceposts(w.md)
 	w.logf("# %s: %d Machines of v1, %s", sc.name, sc.replicas, strategyName(w.md))
-	if IsRolling(sc.strategy) {
+	if machinefacts.IsRolling(sc.strategy) {
 		w.logf(" maxSurge %d maxUnavailable %d, %s", surge, unavailable, Policy(w.md))
 	}
 	w.logf(", seed %d\n# each plan line: set had→gets [Machines, deleting, available] why\n", seed)
@@ -227,7 +228,7 @@ func pending(w *world) bool {
 }
 
 func strategyName(md *v1alpha1.MachineDeployment) string {
-	if IsRolling(md.Spec.Strategy.Type) {
+	if machinefacts.IsRolling(md.Spec.Strategy.Type) {
 		return string(v1alpha1.RollingUpdateStrategy)
 	}
 	return string(md.Spec.Strategy.Type)

@@ -15,7 +15,7 @@ type Input struct {
 	Policy   v1alpha1.ReplacementPolicy
 	Replicas int32
 	// MaxSurge and MaxUnavailable are resolved against Replicas (see
-	// Fenceposts); both 0 unless RollingUpdate.
+	// machinefacts.Fenceposts); both 0 unless RollingUpdate.
 	MaxSurge, MaxUnavailable int32
 	// Paused: only scaling, no rollout. Frozen: no set grows.
 	Paused, Frozen bool

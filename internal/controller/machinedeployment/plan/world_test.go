@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // world is a simulated control cluster for the planner's golden tests: a
@@ -64,7 +65,7 @@ type simMachine struct {
 
 func newWorld(md *v1alpha1.MachineDeployment, template string, seed uint64, zones []v1alpha1.PlacementZone) *world {
 	w := &world{md: md, template: template, broken: map[string]bool{}, rng: rand.New(rand.NewPCG(seed, 1)), zones: zones}
-	surge, _, _ := Fenceposts(md)
+	surge, _, _ := machinefacts.Fenceposts(md)
 	s := &simSet{name: template, revision: 1, spec: md.Spec.Replicas, desired: md.Spec.Replicas,
 		maxReplica: md.Spec.Replicas + surge, annotated: true, superseded: -1}
 	w.sets = append(w.sets, s)
@@ -91,7 +92,7 @@ func (w *world) set(name string) *simSet {
 
 // input is what the controller would hand the planner.
 func (w *world) input() Input {
-	surge, unavailable, _ := Fenceposts(w.md)
+	surge, unavailable, _ := machinefacts.Fenceposts(w.md)
 	in := Input{
 		Strategy: w.md.Spec.Strategy.Type, Policy: Policy(w.md), Replicas: w.md.Spec.Replicas,
 		MaxSurge: surge, MaxUnavailable: unavailable, Paused: w.md.Spec.Paused,
@@ -293,7 +294,7 @@ func (w *world) available() (all, updated int) {
 // fleet count before the phase that led here (so a fleet above its bound
 // after a scale-in may shrink, never grow).
 func (w *world) check(phase string, beforeFleet, beforeLive int) {
-	surge, unavailable, _ := Fenceposts(w.md)
+	surge, unavailable, _ := machinefacts.Fenceposts(w.md)
 	replicas := int(w.md.Spec.Replicas)
 	bound := replicas + int(surge)
 	fleet, live := w.fleet(), w.live()
@@ -328,7 +329,7 @@ func (w *world) check(phase string, beforeFleet, beforeLive int) {
 	if skew := w.skew(); skew > 1 {
 		fail("zones %s: skew %d, above 1", w.zoneCounts(""), skew)
 	}
-	if IsRolling(w.md.Spec.Strategy.Type) {
+	if machinefacts.IsRolling(w.md.Spec.Strategy.Type) {
 		floor := replicas - int(unavailable)
 		avail, _ := w.available()
 		switch {

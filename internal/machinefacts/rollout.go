@@ -1,4 +1,4 @@
-package plan
+package machinefacts
 
 import (
 	"fmt"
@@ -8,11 +8,15 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
+// Rollout arithmetic: what a MachineDeployment's strategy allows above and
+// below its replicas. The deployment's planner rolls within it; the safety
+// controller's overshoot limit builds on it (docs/rollout.md).
+
 // Fenceposts resolves maxSurge (rounded up) and maxUnavailable (rounded
 // down) against replicas. Only RollingUpdate has either; a nil rollingUpdate
 // means maxSurge 1, maxUnavailable 0. When both resolve to 0 (a percentage
 // rounding down), maxUnavailable becomes 1, as in Kubernetes, so the rollout
-// can always move.
+// can always move (docs/rollout.md).
 func Fenceposts(md *v1alpha1.MachineDeployment) (surge, unavailable int32, err error) {
 	if !IsRolling(md.Spec.Strategy.Type) {
 		return 0, 0, nil
@@ -47,37 +51,10 @@ func IsRolling(t v1alpha1.MachineDeploymentStrategyType) bool {
 	return t == "" || t == v1alpha1.RollingUpdateStrategy
 }
 
-// Policy is md's replacement policy: TerminationComplete unless its
-// rolling update says otherwise.
-func Policy(md *v1alpha1.MachineDeployment) v1alpha1.ReplacementPolicy {
-	if ru := md.Spec.Strategy.RollingUpdate; ru != nil && IsRolling(md.Spec.Strategy.Type) && ru.ReplacementPolicy != "" {
-		return ru.ReplacementPolicy
-	}
-	return v1alpha1.TerminationComplete
-}
-
-// InPlaceOf resolves md's strategy.inPlace; nil unless its strategy is
-// InPlace. maxUnavailable (default 1) rounds down against replicas but is
-// never below 1, so the update can always move; maxFailed defaults to 0.
-func InPlaceOf(md *v1alpha1.MachineDeployment) (*InPlaceSettings, error) {
-	if md.Spec.Strategy.Type != v1alpha1.InPlaceStrategy {
-		return nil, nil
-	}
-	s := &InPlaceSettings{MaxUnavailable: 1}
-	ip := md.Spec.Strategy.InPlace
-	if ip == nil {
-		return s, nil
-	}
-	s.Manual = ip.Orchestration == v1alpha1.InPlaceManual
-	if ip.MaxUnavailable != nil {
-		u, err := intstr.GetScaledValueFromIntOrPercent(ip.MaxUnavailable, int(md.Spec.Replicas), false)
-		if err != nil {
-			return nil, fmt.Errorf("spec.strategy.inPlace.maxUnavailable: %w", err)
-		}
-		s.MaxUnavailable = int32(max(1, u))
-	}
-	if ip.MaxFailed != nil {
-		s.MaxFailed = max(0, *ip.MaxFailed)
-	}
-	return s, nil
+// MaxSurge is how many Machines above spec.replicas md may have during a
+// rollout (maxSurge resolved against replicas; 0 unless RollingUpdate).
+// The safety controller's overshoot limit builds on it.
+func MaxSurge(md *v1alpha1.MachineDeployment) (int32, error) {
+	surge, _, err := Fenceposts(md)
+	return surge, err
 }
