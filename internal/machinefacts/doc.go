@@ -4,8 +4,9 @@
 // (Unavailable), where it is in an in-place update (InPlaceInProgress,
 // InPlaceStopped), what its annotations say about the order in which
 // a scale-down takes Machines (DeleteGroup), whether it is preserved
-// (Preserved, PreserveRequested), and its phase (Phase,
-// CreateMayBeInFlight); and, of a MachineDeployment, the rollout
+// (Preserved, PreserveRequested), its phase (Phase, CreateMayBeInFlight),
+// and whether its provider refused it for capacity (RefusedForCapacity);
+// and, of a MachineDeployment, the rollout
 // arithmetic of its strategy (Fenceposts, MaxSurge).
 //
 // It is pure — it reads the Machine it is given, and imports no controller

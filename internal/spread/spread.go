@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // Targets is each zone's share of total Machines. Zones out of capacity
@@ -123,15 +122,4 @@ func Balanced(zones []v1alpha1.PlacementZone, counts map[string]int32) bool {
 		}
 	}
 	return true
-}
-
-// RefusedForCapacity reports whether m's VM was never created because the
-// provider had no capacity in its zone: no providerID, and its last
-// operation a Create that failed with ResourceExhausted
-// (docs/failure-domains.md). The deployment takes the zone out of
-// capacity from it; the set moves such a Machine to another zone.
-func RefusedForCapacity(m *v1alpha1.Machine) bool {
-	op := m.Status.LastOperation
-	return m.Spec.ProviderID == "" && op.Type == v1alpha1.OperationCreate && op.State == v1alpha1.OperationFailed &&
-		op.ErrorCode == driver.ResourceExhausted.String()
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/spread"
 )
 
@@ -60,7 +61,7 @@ type zoneEvidence struct {
 // deployment when its Node turns Ready (machineCounted): waking it for
 // every VM created would double a scale-up's reconciles for nothing.
 func zoneEvidenceChanged(old, cur *v1alpha1.Machine) bool {
-	return cur.Spec.FailureDomain != "" && spread.RefusedForCapacity(old) != spread.RefusedForCapacity(cur)
+	return cur.Spec.FailureDomain != "" && machinefacts.RefusedForCapacity(old) != machinefacts.RefusedForCapacity(cur)
 }
 
 // vmCreated is when m's VM was created: when InfrastructureReady turned
@@ -90,7 +91,7 @@ func (s *scope) zoneEvidenceOf() map[string]*zoneEvidence {
 			}
 			ev.machines++
 			switch {
-			case spread.RefusedForCapacity(m):
+			case machinefacts.RefusedForCapacity(m):
 				if t := m.Status.LastOperation.LastUpdateTime.Time; !t.Before(ev.refused) {
 					ev.refused, ev.refusedBy = t, m.Name
 				}

@@ -154,7 +154,7 @@ func (z *zoneView) place(n int) []string {
 // and safe, and its replacement goes to a zone with capacity — if there
 // is one; otherwise it stays where it is, and the retries probe.
 func (z *zoneView) stuck(m *v1alpha1.Machine) bool {
-	return z != nil && z.outOfCapacity(m.Spec.FailureDomain) && z.anyWithCapacity() && spread.RefusedForCapacity(m)
+	return z != nil && z.outOfCapacity(m.Spec.FailureDomain) && z.anyWithCapacity() && machinefacts.RefusedForCapacity(m)
 }
 
 func (z *zoneView) outOfCapacity(zone string) bool {
