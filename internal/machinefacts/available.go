@@ -14,6 +14,8 @@ import (
 //
 //   - being deleted (a rollout, a scale-down, a person);
 //   - Failed (status.failureReason set);
+//   - interrupted: its provider announced it takes the VM away
+//     (Interrupted True, docs/interruptions.md);
 //   - marked for replacement by a health check (OwnerRemediated False), or
 //     remediated by its external remediation object (HealthCheckSucceeded
 //     False, reason ExternalRemediationRequested);
@@ -62,7 +64,7 @@ func readySince(m *v1alpha1.Machine) (since time.Time, why string) {
 	case m.Status.FailureReason != "":
 		return time.Time{}, "Failed"
 	}
-	var ready, remediated, external bool
+	var ready, remediated, external, interrupted bool
 	for i := range m.Status.Conditions {
 		c := &m.Status.Conditions[i]
 		switch c.Type {
@@ -72,9 +74,13 @@ func readySince(m *v1alpha1.Machine) (since time.Time, why string) {
 			remediated = c.Status == metav1.ConditionFalse
 		case v1alpha1.HealthCheckSucceededCondition:
 			external = c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ExternalRemediationRequestedReason
+		case v1alpha1.InterruptedCondition:
+			interrupted = c.Status == metav1.ConditionTrue
 		}
 	}
 	switch {
+	case interrupted:
+		return time.Time{}, "interrupted by its provider"
 	case remediated:
 		return time.Time{}, "being replaced by its health check"
 	case external:
@@ -104,4 +110,15 @@ func RemediatedExternally(m *v1alpha1.Machine) bool {
 		}
 	}
 	return false
+}
+
+// Interrupted reports whether the provider announced that it takes the
+// Machine's VM away (docs/interruptions.md), and since when.
+func Interrupted(m *v1alpha1.Machine) (bool, time.Time) {
+	for _, c := range m.Status.Conditions {
+		if c.Type == v1alpha1.InterruptedCondition {
+			return c.Status == metav1.ConditionTrue, c.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
 }

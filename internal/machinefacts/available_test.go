@@ -65,6 +65,7 @@ func TestUnavailable(t *testing.T) {
 		{"Failed", failed, true},
 		{"not yet Ready", pending, true},
 		{"Node not Ready", withCondition(ready("m"), v1alpha1.ReadyCondition, metav1.ConditionFalse), true},
+		{"interrupted", withCondition(ready("m"), v1alpha1.InterruptedCondition, metav1.ConditionTrue), true},
 		{"marked for replacement", withCondition(ready("m"), v1alpha1.OwnerRemediatedCondition, metav1.ConditionFalse), true},
 		{"remediated externally", withReason(withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), v1alpha1.ExternalRemediationRequestedReason), true},
 		{"failing a health check, not yet remediated", withCondition(ready("m"), v1alpha1.HealthCheckSucceededCondition, metav1.ConditionFalse), false},

@@ -196,7 +196,7 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		s.operation(v1alpha1.OperationDrain, v1alpha1.OperationFailed, "", "draining Node "+s.node.Name+": "+err.Error())
 		requeue := r.Config.BackoffBase
 		if d.ForceReason == "" {
-			requeue = min(requeue, until(s.now, d.StepStartTime.Add(s.life.drainTimeout)))
+			requeue = min(requeue, until(s.now, gracefulUntil(s)))
 		}
 		if d.Drain.UnreachableSince != nil {
 			requeue = min(requeue, until(s.now, d.Drain.UnreachableSince.Add(s.life.drainTimeout)))
@@ -208,8 +208,9 @@ func (r *Reconciler) drainStep(ctx context.Context, s *scope) (bool, reconcile.R
 		s.setCondition(v1alpha1.DrainedCondition, metav1.ConditionFalse, "Draining", result.Message)
 		requeue := result.RequeueAfter
 		if d.ForceReason == "" {
-			// Wake up exactly when the drain timeout forces the drain.
-			requeue = min(requeue, until(s.now, d.StepStartTime.Add(s.life.drainTimeout)))
+			// Wake up exactly when the drain timeout or the
+			// interruption's deadline forces the drain.
+			requeue = min(requeue, until(s.now, gracefulUntil(s)))
 		}
 		return false, reconcile.Result{RequeueAfter: requeue}, nil
 	}
@@ -225,6 +226,16 @@ func (r *Reconciler) drainRules(ctx context.Context, m *v1alpha1.Machine) ([]dra
 	return drain.MachineRules(ctx, r.Client, m)
 }
 
+// gracefulUntil is when a graceful drain is forced: at the drain timeout,
+// or earlier at the deadline of an interruption (docs/interruptions.md).
+func gracefulUntil(s *scope) time.Time {
+	forced := s.machine.Status.Deletion.StepStartTime.Add(s.life.drainTimeout)
+	if at := s.machine.Status.InterruptionDeadline; at != nil && at.Time.Before(forced) {
+		return at.Time
+	}
+	return forced
+}
+
 // forceReason says why the drain must be forced, or "" for a graceful one.
 func (r *Reconciler) forceReason(s *scope) string {
 	d := s.machine.Status.Deletion
@@ -233,6 +244,11 @@ func (r *Reconciler) forceReason(s *scope) string {
 	}
 	if s.now.Sub(d.StepStartTime.Time) >= s.life.drainTimeout {
 		return fmt.Sprintf("the drain timeout of %s passed", s.life.drainTimeout)
+	}
+	if at := s.machine.Status.InterruptionDeadline; at != nil && !s.now.Before(at.Time) {
+		// The provider takes the VM away now: the pods go with it
+		// either way (docs/interruptions.md).
+		return "its provider's interruption deadline " + at.UTC().Format(time.RFC3339) + " passed"
 	}
 	if c := nodeReady(s.node); c != nil && c.Status != corev1.ConditionTrue &&
 		s.now.Sub(c.LastTransitionTime.Time) >= r.Config.UnreachableForceDrainAfter {

@@ -31,6 +31,10 @@ var (
 		Help:    "Time an in-place update took from its start (status.inPlaceUpdate.startedAt) to its end, by result: Succeeded, Failed or Refused (docs/in-place-updates.md).",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 	}, []string{"result"})
+	providerEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "millwright_provider_events_total",
+		Help: "Events drivers announced about VMs (ReceiveEvents, docs/interruptions.md), by provider, kind (Interruption, RebalanceRecommendation, ...) and outcome: recorded on the Machine, or unmatched (no Machine has the VM; dropped).",
+	}, []string{"provider", "kind", "outcome"})
 	machinesDesc = prometheus.NewDesc("millwright_machines",
 		"Machines by namespace, phase (Unknown and Failed included) and MachineDeployment (empty for a Machine of none).",
 		[]string{"namespace", "phase", "deployment"}, nil)
@@ -39,7 +43,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds)
+	metrics.Registry.MustRegister(driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, providerEvents)
 }
 
 // Collectors returns this package's collectors, the phase gauges' counting
@@ -49,7 +53,7 @@ func Collectors(seed ...*v1alpha1.Machine) []prometheus.Collector {
 	for _, m := range seed {
 		counts.set(m)
 	}
-	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, counts}
+	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, providerEvents, counts}
 }
 
 func observeDriverCall(provider string, method driver.Method, code driver.Code, d time.Duration) {

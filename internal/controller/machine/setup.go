@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -59,6 +60,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		r.Limits = classlimit.New()
 	}
 	if err := mgr.Add(r.Limits); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.receiveEvents)); err != nil {
 		return err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).

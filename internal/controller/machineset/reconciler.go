@@ -225,12 +225,12 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 // scale creates or deletes Machines towards spec.replicas, replacing Failed
 // ones, and with a placement (docs/failure-domains.md) moving Machines out
 // of zones out of capacity and rebalancing the zones.
-func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, error) {
+func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result, err error) {
 	z, err := r.zones(ctx, s.ms)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var alive, inCreation, failed, stuck []*v1alpha1.Machine
+	var alive, inCreation, failed, stuck, interrupted []*v1alpha1.Machine
 	joined, failedEarly, heldEarly := 0, 0, 0
 	for _, m := range s.owned {
 		switch {
@@ -243,6 +243,10 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 			}
 		case m.Status.FailureReason != "":
 			failed = append(failed, m)
+		case isInterrupted(m):
+			// Not one of the replicas any more: replaced first, then
+			// deleted (interrupted.go).
+			interrupted = append(interrupted, m)
 		case s.movingOut[m.Name]:
 			// Moving out in place: not one of ours any more, never a victim.
 		case z.stuck(m):
@@ -290,6 +294,11 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (reconcile.Result, err
 		}
 	}
 	diff := int(s.ms.Spec.Replicas) - len(alive) - movingIn
+	interruptedWait, err := r.deleteInterrupted(ctx, s, interrupted, diff)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	defer func() { res = requeue.Soonest(res, reconcile.Result{RequeueAfter: interruptedWait}) }()
 	if diff < 0 {
 		diff = min(0, diff+rebalanceHeld(s.ms, alive, s.now))
 	}
