@@ -14,8 +14,8 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
-	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // TestInPlaceStartsWaitForTheDisruptionBudget: maxUnavailable 3 would
@@ -62,8 +62,8 @@ func TestInPlaceStartsWaitForTheDisruptionBudget(t *testing.T) {
 		return started != "" && waits != "", nil
 	})
 	for _, ms := range h.sets("web") {
-		lists := plan.Names(ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation])
-		lists = append(lists, plan.Names(ms.Annotations[v1alpha1.InPlaceMovingInAnnotation])...)
+		lists := machinefacts.InPlaceNames(ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation])
+		lists = append(lists, machinefacts.InPlaceNames(ms.Annotations[v1alpha1.InPlaceMovingInAnnotation])...)
 		if slices.Contains(lists, waits) {
 			t.Errorf("set %s lists %s, whose start waits for the budget: a half-written start", ms.Name, waits)
 		}

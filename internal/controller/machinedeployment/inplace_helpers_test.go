@@ -15,7 +15,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
-	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // nodeAgent plays the node agents of a test's Nodes (none runs in
@@ -209,7 +209,7 @@ func listed(set, key, machine string) func(logged) bool {
 		if e.set == nil || e.set.Name != set {
 			return false
 		}
-		for _, n := range plan.Names(e.set.Annotations[key]) {
+		for _, n := range machinefacts.InPlaceNames(e.set.Annotations[key]) {
 			if n == machine {
 				return true
 			}

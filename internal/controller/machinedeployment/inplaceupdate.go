@@ -88,7 +88,7 @@ func setList(annotations map[string]string, key string, names []string) {
 		delete(annotations, key)
 		return
 	}
-	annotations[key] = plan.JoinNames(names)
+	annotations[key] = machinefacts.JoinInPlaceNames(names)
 }
 
 // writeInPlaceMachine writes one Machine step: its target annotation, the
@@ -163,8 +163,8 @@ func (s *scope) inPlaceEvents(r *plan.InPlaceReport) {
 // inPlaceSet adds what an in-place plan reads of a set: its lists and its
 // Machines.
 func (s *scope) inPlaceSet(ctx context.Context, ms *v1alpha1.MachineSet, v *plan.Set) {
-	v.MovingOut = plan.Names(ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation])
-	v.MovingIn = plan.Names(ms.Annotations[v1alpha1.InPlaceMovingInAnnotation])
+	v.MovingOut = machinefacts.InPlaceNames(ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation])
+	v.MovingIn = machinefacts.InPlaceNames(ms.Annotations[v1alpha1.InPlaceMovingInAnnotation])
 	minReady := time.Duration(s.md.Spec.MinReadySeconds) * time.Second
 	manual := s.inPlaceSettings != nil && s.inPlaceSettings.Manual
 	for _, m := range s.machines[ms.UID] {

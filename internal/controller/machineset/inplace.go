@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machinedeployment/plan"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
@@ -28,11 +27,11 @@ import (
 // counts for nothing).
 func (r *Reconciler) collectInPlace(ctx context.Context, s *scope) error {
 	s.movingOut = map[string]bool{}
-	for _, n := range plan.Names(s.ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation]) {
+	for _, n := range machinefacts.InPlaceNames(s.ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation]) {
 		s.movingOut[n] = true
 	}
 	s.movingIn = nil
-	for _, n := range plan.Names(s.ms.Annotations[v1alpha1.InPlaceMovingInAnnotation]) {
+	for _, n := range machinefacts.InPlaceNames(s.ms.Annotations[v1alpha1.InPlaceMovingInAnnotation]) {
 		if _, own := s.owned[n]; own {
 			continue
 		}

@@ -1,14 +1,15 @@
-package plan
+package machinefacts
 
 import (
 	"slices"
 	"strings"
 )
 
-// Names reads a MachineSet's in-place list (the InPlaceMovingOut or
+// InPlaceNames reads a MachineSet's in-place list (the InPlaceMovingOut or
 // InPlaceMovingIn annotation: Machine names, comma-separated), sorted and
-// without duplicates.
-func Names(annotation string) []string {
+// without duplicates. The deployment writes the lists; the set reads
+// them.
+func InPlaceNames(annotation string) []string {
 	var out []string
 	for _, n := range strings.Split(annotation, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -19,8 +20,8 @@ func Names(annotation string) []string {
 	return slices.Compact(out)
 }
 
-// JoinNames writes an in-place list: sorted, comma-separated, "" for none.
-func JoinNames(names []string) string {
+// JoinInPlaceNames writes an in-place list: sorted, comma-separated, "" for none.
+func JoinInPlaceNames(names []string) string {
 	s := slices.Clone(names)
 	slices.Sort(s)
 	return strings.Join(slices.Compact(s), ",")
