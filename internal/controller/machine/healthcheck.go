@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // A Machine a MachineHealthCheck selects is judged by the health check
@@ -18,11 +18,16 @@ import (
 // and this controller then fails it, within the group's meltdown limit,
 // for its MachineSet to replace.
 
-// lookupHealthChecks records which health checks select the Machine.
+// lookupHealthChecks records which health checks (of the Machine's
+// namespace, not being deleted) select the Machine.
 func (r *Reconciler) lookupHealthChecks(ctx context.Context, s *scope) error {
-	names, err := machinehealthcheck.Selecting(ctx, r.Client, s.machine)
-	s.healthChecks = names
-	return err
+	list := &v1alpha1.MachineHealthCheckList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.machine.Namespace), client.UnsafeDisableDeepCopy); err != nil { // read only
+		s.healthChecks = nil
+		return err
+	}
+	s.healthChecks = machinefacts.HealthChecksSelecting(list.Items, s.machine)
+	return nil
 }
 
 // ownerRemediation fails a Machine a health check asked its owner to

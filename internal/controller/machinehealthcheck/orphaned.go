@@ -7,6 +7,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // withdrawOrphaned withdraws the remediation requests of the Machines of a
@@ -32,7 +33,7 @@ func (r *Reconciler) withdrawOrphaned(ctx context.Context, namespace string) err
 				return err
 			}
 		}
-		if len(selecting(checks.Items, m)) > 0 {
+		if len(machinefacts.HealthChecksSelecting(checks.Items, m)) > 0 {
 			continue
 		}
 		if err := r.Gate.Withdraw(ctx, m, v1alpha1.DisruptionRemediation); err != nil {

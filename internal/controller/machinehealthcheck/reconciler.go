@@ -109,11 +109,11 @@ func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthChe
 		// deleted, it is neither expected, unhealthy nor in flight, or it
 		// would hold maxInFlight and the short-circuit for the whole
 		// preserve timeout (docs/health-checks.md).
-		if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !selects(mhc, labels.Set(m.Labels)) {
+		if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !machinefacts.HealthCheckSelects(mhc, labels.Set(m.Labels)) {
 			continue
 		}
 		t := &target{machine: m}
-		for _, name := range selecting(checks.Items, m) {
+		for _, name := range machinefacts.HealthChecksSelecting(checks.Items, m) {
 			if name != mhc.Name {
 				t.conflict = append(t.conflict, name)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/enqueue"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // SetupWithManager registers the controller: health checks and Machines
@@ -52,7 +53,7 @@ func (r *Reconciler) machineToChecks(ctx context.Context, o client.Object) []rec
 	set := labels.Set(o.GetLabels())
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if selects(&list.Items[i], set) {
+		if machinefacts.HealthCheckSelects(&list.Items[i], set) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
