@@ -21,6 +21,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -48,6 +49,9 @@ type awsWorld struct {
 	ec2     *ec2.Client
 	cluster string
 	subnets map[string]string // zone → default subnet
+	// sqs and queueURL are the interruption queue millwright-aws reads.
+	sqs      *sqs.Client
+	queueURL string
 }
 
 // newAWSScenario creates namespace name, starts moto, its proxy and
@@ -85,8 +89,13 @@ func newAWSScenario(t testing.TB, name string) *scenario {
 	s.driver = "aws-" + name
 	s.socket = "unix://" + filepath.Join(cluster.Dir(), name+"-aws.sock")
 	health := testenv.FreeAddr(t)
+	// The interruption queue is read with the driver's own credentials
+	// (the default chain), not a class's.
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDMILLWRIGHTE2E")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "e2e")
 	s.start(s.driver, "millwright-aws", []string{"--endpoint", s.socket, "--cluster-name", w.cluster,
-		"--ec2-endpoint", w.hold.url, "--region", "us-east-1", "--health-address", health, "--retry-max-backoff", "200ms"})
+		"--ec2-endpoint", w.hold.url, "--region", "us-east-1", "--health-address", health, "--retry-max-backoff", "200ms",
+		"--interruption-queue-url", w.interruptionQueue(t, name), "--sqs-endpoint", w.moto.URL})
 	s.eventually(time.Minute, "millwright-aws to be ready", func() (bool, error) {
 		code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
 		if err == nil && code != 200 {
@@ -230,7 +239,8 @@ func instanceIDOf(t *testing.T, m *v1alpha1.Machine) string {
 // without a Machine is collected, one of another cluster never touched;
 // the manager killed while a launch's answer is held back leaves one
 // instance per Machine; a zone refused for capacity moves its share to
-// the others; spot refused falls back to on-demand. At the end every live
+// the others; spot refused falls back to on-demand; a spot interruption
+// warning replaces its Machine first and drains it in time. At the end every live
 // instance of the cluster is the one instance of a live Machine.
 func TestAWSFleet(t *testing.T) {
 	s := newAWSScenario(t, "aws")
@@ -376,6 +386,12 @@ func TestAWSFleet(t *testing.T) {
 	}
 
 	s.checkInstancesOf(final)
+
+	// 8. A spot interruption warning, in EC2's JSON through the SQS
+	// queue: replacement first, drained and terminated before the deadline.
+	w.proxy.Clear()
+	s.spotInterruption(final, "general")
+
 	if st, err := w.state(foreign); err != nil || st != types.InstanceStateNameRunning {
 		t.Errorf("the other cluster's instance %s is %s (%v)", foreign, st, err)
 	}
