@@ -4,22 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/intstr"
-
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
-
-func rollingMD(replicas int32, surge, unavailable *intstr.IntOrString) *v1alpha1.MachineDeployment {
-	md := &v1alpha1.MachineDeployment{}
-	md.Spec.Replicas = replicas
-	md.Spec.Strategy.Type = v1alpha1.RollingUpdateStrategy
-	if surge != nil || unavailable != nil {
-		md.Spec.Strategy.RollingUpdate = &v1alpha1.RollingUpdateMachineDeployment{MaxSurge: surge, MaxUnavailable: unavailable}
-	}
-	return md
-}
-
-func ios(s string) *intstr.IntOrString { v := intstr.Parse(s); return &v }
 
 // set is a MachineSet with spec Machines, all present, available of them available.
 func set(name string, spec, available int32) Set {
