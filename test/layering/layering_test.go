@@ -61,10 +61,7 @@ var below = []string{"internal/patch"}
 // crossings are the imports between controllers that remain, each with
 // why. The test fails when one is no longer made, so the list only
 // shrinks.
-var crossings = map[[2]string]string{
-	{"safety", "machine"}: "the stale-Node check lists through the machine controller's cache indexes " +
-		"(machine.MachineProviderIDIndex, machine.NodeProviderIDIndex), which the machine controller registers",
-}
+var crossings = map[[2]string]string{}
 
 // imports maps each package of the repository (its path below the module)
 // to what it imports from the module, from its non-test files: a test may

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/patch"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
@@ -126,7 +127,7 @@ func (r *Reconciler) machineOf(ctx context.Context, ev driver.VMEvent) (*v1alpha
 		return nil, nil
 	}
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.MatchingFields{MachineProviderIDIndex: ev.ProviderID}); err != nil {
+	if err := r.Client.List(ctx, machines, client.MatchingFields{ownerindex.ProviderIDIndex: ev.ProviderID}); err != nil {
 		return nil, err
 	}
 	i := slices.IndexFunc(machines.Items, func(m v1alpha1.Machine) bool {

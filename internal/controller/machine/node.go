@@ -15,16 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// NodeProviderIDIndex indexes Nodes by spec.providerID in the target cache.
-const NodeProviderIDIndex = "spec.providerID"
-
-// IndexNodeProviderID is the index function of NodeProviderIDIndex.
+// IndexNodeProviderID is the index function of ownerindex.ProviderIDIndex
+// on Nodes in the target cache.
 func IndexNodeProviderID(obj client.Object) []string {
 	if id := obj.(*corev1.Node).Spec.ProviderID; id != "" {
 		return []string{id}
@@ -76,7 +75,7 @@ func (r *Reconciler) nodeOf(ctx context.Context, m *v1alpha1.Machine) (*corev1.N
 		return nil, nil
 	}
 	nodes := &corev1.NodeList{}
-	if err := r.Target.List(ctx, nodes, client.MatchingFields{NodeProviderIDIndex: m.Spec.ProviderID}); err != nil {
+	if err := r.Target.List(ctx, nodes, client.MatchingFields{ownerindex.ProviderIDIndex: m.Spec.ProviderID}); err != nil {
 		return nil, err
 	}
 	if len(nodes.Items) == 0 {

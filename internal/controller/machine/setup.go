@@ -20,20 +20,19 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
-// Field indexes on Machines in the control cache.
-const (
-	MachineProviderIDIndex = "spec.providerID"
-	MachineClassIndex      = "spec.class.name"
-)
+// MachineClassIndex is the field index on Machines in the control cache
+// by class name; ownerindex.ProviderIDIndex is the other.
+const MachineClassIndex = "spec.class.name"
 
 // SetupWithManager registers the controller: Machines and MachineClasses
 // from the manager's (control) cluster, Nodes from target, which may be the
 // manager itself.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, concurrency int) error {
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, MachineProviderIDIndex, func(o client.Object) []string {
+	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, ownerindex.ProviderIDIndex, func(o client.Object) []string {
 		if id := o.(*v1alpha1.Machine).Spec.ProviderID; id != "" {
 			return []string{id}
 		}
@@ -49,7 +48,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	}); err != nil {
 		return err
 	}
-	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, IndexNodeProviderID); err != nil {
+	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, ownerindex.ProviderIDIndex, IndexNodeProviderID); err != nil {
 		return err
 	}
 	r.creates = newCreates(r.Config.MaxConcurrentCreates)
@@ -131,7 +130,7 @@ func (r *Reconciler) nodeToMachines(ctx context.Context, node *corev1.Node) []re
 		return nil
 	}
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.MatchingFields{MachineProviderIDIndex: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, machines, client.MatchingFields{ownerindex.ProviderIDIndex: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(machines.Items))

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 // staleNodes annotates Nodes no Machine owns with NodeNotManagedAnnotation
@@ -95,7 +95,7 @@ func (s *staleNodes) owned(ctx context.Context, node *corev1.Node) (owned, ours 
 		return false, true, nil
 	}
 	machines := &v1alpha1.MachineList{}
-	if err := s.machines.List(ctx, machines, client.MatchingFields{machine.MachineProviderIDIndex: node.Spec.ProviderID},
+	if err := s.machines.List(ctx, machines, client.MatchingFields{ownerindex.ProviderIDIndex: node.Spec.ProviderID},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return false, true, err
 	}

@@ -16,14 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
 // setup registers the stale Node check: a Node is looked at when it is
 // created, when its providerID or annotations change, and when a Machine
 // that may own it appears, changes or goes. It relies on the machine
-// controller's indexes (machine.MachineProviderIDIndex on Machines,
-// machine.NodeProviderIDIndex on Nodes).
+// controller's ownerindex.ProviderIDIndex on Machines and on Nodes.
 func (s *staleNodes) setup(mgr ctrl.Manager, target cluster.Cluster) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("safety-stale-nodes").
@@ -60,7 +59,7 @@ func (s *staleNodes) machineToNodes(ctx context.Context, o client.Object) []reco
 		return reqs
 	}
 	nodes := &corev1.NodeList{}
-	if err := s.nodes.List(ctx, nodes, client.MatchingFields{machine.NodeProviderIDIndex: m.Spec.ProviderID}); err != nil {
+	if err := s.nodes.List(ctx, nodes, client.MatchingFields{ownerindex.ProviderIDIndex: m.Spec.ProviderID}); err != nil {
 		return reqs
 	}
 	for _, n := range nodes.Items {
