@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools runtime-tools vm-tools cloud-image generate build image lint test e2e e2e-cloud-image bench bench-vm bench-aws help demo
+.PHONY: all tools runtime-tools vm-tools cloud-image generate build image lint test e2e e2e-cloud-image bench bench-vm bench-aws chaos help demo
 
 all: build
 
@@ -96,6 +96,11 @@ bench-vm: runtime-tools vm-tools build ## Real VMs (libvirt, TCG, as root): crea
 
 bench-aws: runtime-tools build ## The manager with millwright-aws against moto, N=200 Machines (AWS_BENCH_N to change; AWS_BENCH_MANAGER_ARGS for manager flags): seconds and instances/s created and terminated, driver calls and RunInstances/DescribeInstances/TerminateInstances calls per Machine.
 	go test -count=1 -p 1 -run '^$$' -bench BenchmarkAWSFleet -benchtime=1x -timeout=30m ./test/e2e/
+
+CHAOS_DURATION ?= 10m
+CHAOS_TARGET ?= sim
+chaos: runtime-tools build ## Seeded chaos for CHAOS_DURATION (10m): managers, driver and kube-apiserver killed and paused under a changing fleet, invariants at every event, a summary at the end (CHAOS_SEED replays a run; CHAOS_TARGET=sim, docs/reliability.md).
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_TARGET=$(CHAOS_TARGET) CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -timeout=0 -p 1 -v -run '^TestChaos$$' $(E2E_PKG)
 
 demo: runtime-tools $(if $(filter libvirt,$(PROVIDER)),vm-tools) build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; PROVIDER=aws: the EC2 driver against a local moto_server; DEMO_EXIT=1: exit once Running).
 	$(BIN)/millwright-demo --provider $(or $(PROVIDER),sim)

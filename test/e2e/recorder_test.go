@@ -40,6 +40,8 @@ type recorder struct {
 	machineDeletions []*v1alpha1.Machine
 	checks           []check
 	violations       []string
+	// checksRun counts the invariant checks made.
+	checksRun int
 }
 
 // check returns a description of what is wrong with the current state, or
@@ -205,6 +207,7 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 		if c == nil {
 			continue // removed
 		}
+		r.checksRun++
 		if v := c(r); v != "" && len(r.violations) < 50 {
 			r.violations = append(r.violations, fmt.Sprintf("%s (after %s %s %s rv %d)", v, typ, kind, name, rv))
 		}

@@ -1,0 +1,409 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/internal/localcluster"
+	"github.com/millwright-dev/millwright/internal/provider/sim"
+)
+
+// The chaos run (docs/reliability.md): one seeded sequence of faults and
+// workload steps, interleaved, for as long as asked.
+const (
+	chaosLease       = 4 * time.Second
+	chaosConvergence = 5 * time.Minute // every Machine converges within this after the last fault
+)
+
+// chaosFault is one kind of fault the run injects.
+type chaosFault string
+
+const (
+	faultKillManager   chaosFault = "kill-manager"   // SIGKILL one replica, started again at once
+	faultPauseManager  chaosFault = "pause-manager"  // SIGSTOP one replica past its lease, then SIGCONT
+	faultKillDriver    chaosFault = "kill-driver"    // SIGKILL the sim, started again at once
+	faultKillAPIServer chaosFault = "kill-apiserver" // SIGKILL kube-apiserver, started again 1–3 s later
+)
+
+// chaosStep is one workload step the run takes between faults.
+type chaosStep string
+
+const (
+	stepScale     chaosStep = "scale"     // replicas to 2..6
+	stepRoll      chaosStep = "roll"      // to the other class
+	stepKillVM    chaosStep = "kill-vm"   // a VM without workload pods stopped: its Machine is replaced
+	stepZoneFull  chaosStep = "zone-full" // local-b out of capacity
+	stepZoneBack  chaosStep = "zone-back" // local-b has capacity again
+	stepNothing   chaosStep = "nothing"   // let the system work
+	chaosMinFleet           = 2
+	chaosMaxFleet           = 6
+)
+
+// chaosRun is the state of one run: the scenario, its two leader-elected
+// managers, the seeded source and what was done.
+type chaosRun struct {
+	s        *scenario
+	managers []*manager
+	rng      *rand.Rand
+	start    time.Time
+	faults   map[chaosFault]int
+	steps    map[chaosStep]int
+	log      []string
+	replicas int32
+	class    string
+	zoneFull bool
+}
+
+// chaosSettings reads CHAOS_TARGET, CHAOS_DURATION and CHAOS_SEED (or
+// E2E_SEED), with the short run of `make test` as the default.
+func chaosSettings(t *testing.T) (time.Duration, uint64) {
+	t.Helper()
+	if target := os.Getenv("CHAOS_TARGET"); target != "" && target != "sim" {
+		t.Fatalf("CHAOS_TARGET=%s: only the sim target is built so far; vm and aws are not (docs/reliability.md)", target)
+	}
+	duration := 90 * time.Second
+	if v := os.Getenv("CHAOS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("CHAOS_DURATION=%q: want a duration such as 30m", v)
+		}
+		duration = d
+	}
+	seed := uint64(time.Now().UnixNano())
+	for _, k := range []string{"CHAOS_SEED", "E2E_SEED"} {
+		if v := os.Getenv(k); v != "" {
+			if _, err := fmt.Sscan(v, &seed); err != nil {
+				t.Fatalf("%s=%q: %v", k, v, err)
+			}
+			break
+		}
+	}
+	t.Logf("chaos: seed %d (CHAOS_SEED=%d replays the sequence), duration %s", seed, seed, duration)
+	return duration, seed
+}
+
+// TestChaos runs the chaos of docs/reliability.md on the sim: for
+// CHAOS_DURATION (90 s in `make test`), a seeded mix of SIGKILLed and
+// SIGSTOPped managers (a leader-elected pair), a SIGKILLed driver and
+// kube-apiserver, interleaved with scale-ups and downs, rollouts back and
+// forth, VMs stopped behind Millwright's back (health remediation) and a
+// zone out of capacity, under a workload whose PodDisruptionBudget must
+// hold. At every event the recorder sees: the budget holds, and no
+// Machine has two live VMs (polled from the sim); after the faults stop,
+// the fleet converges within 5 minutes, no Machine ever had two VMs, no
+// Machine vanished without its deletion steps, no Node was deleted
+// before its drain finished, and the sim holds exactly the fleet's VMs.
+func TestChaos(t *testing.T) {
+	duration, seed := chaosSettings(t)
+	s := newScenario(t, "chaos")
+	le := []string{"--leader-elect", "--leader-elect-lease-duration", chaosLease.String(),
+		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "1s", "--machine-health-timeout", "20s"}
+	run := &chaosRun{s: s, managers: []*manager{s.startManager(le...), s.startManager(le...)},
+		rng: rand.New(rand.NewPCG(seed, seed)), faults: map[chaosFault]int{}, steps: map[chaosStep]int{}, replicas: 3, class: "small"}
+	s.createClass("small", simSpec)
+	s.createClass("large", largeSpec)
+	s.createDeployment(run.replicas, "small", 1, 0)
+	s.waitFleet(int(run.replicas), "small", 2*time.Minute)
+	rec := s.record()
+	s.createWorkload(4, 3)
+	rec.addCheck(budgetKept(3))
+	vms := s.watchVMs()
+
+	run.start = time.Now()
+	for time.Since(run.start) < duration {
+		if run.rng.IntN(3) == 0 {
+			run.step()
+		} else {
+			run.fault()
+		}
+		run.heal()
+		time.Sleep(time.Duration(500+run.rng.IntN(2500)) * time.Millisecond)
+	}
+	if run.zoneFull {
+		run.do(stepZoneBack)
+	}
+	lastFault := time.Now()
+	s.waitFleet(int(run.replicas), run.class, chaosConvergence)
+	s.waitWorkload(4, chaosConvergence)
+	converged := time.Since(lastFault)
+	twice := vms.stop()
+	rec.verify()
+	hist := s.checkNoDuplicateVMs()
+
+	rec.mu.Lock()
+	checks, violations := rec.checksRun, len(rec.violations)
+	rec.mu.Unlock()
+	deleted := 0
+	for _, h := range hist {
+		if h.DeletedAt != nil {
+			deleted++
+		}
+	}
+	t.Logf("chaos summary: seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; converged %.1fs after the last fault",
+		seed, duration, counts(run.faults), counts(run.steps), len(rec.machineNames()), len(hist), deleted, checks, vms.polls, violations, len(twice), converged.Seconds())
+	for _, v := range twice {
+		t.Errorf("invariant violated: %s", v)
+	}
+}
+
+// counts prints a tally sorted by key.
+func counts[K ~string](m map[K]int) string {
+	var parts []string
+	for k, n := range m {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// note logs what the run does, with its time since the start, so that a
+// failure says what happened just before it.
+func (r *chaosRun) note(format string, args ...any) {
+	line := fmt.Sprintf("chaos +%.1fs: ", time.Since(r.start).Seconds()) + fmt.Sprintf(format, args...)
+	r.log = append(r.log, line)
+	r.s.t.Log(line)
+}
+
+// fault injects one fault drawn from the seeded source.
+func (r *chaosRun) fault() {
+	t := r.s.t
+	t.Helper()
+	var f chaosFault
+	switch n := r.rng.IntN(20); {
+	case n < 10:
+		f = faultKillManager
+	case n < 13:
+		f = faultPauseManager
+	case n < 17:
+		f = faultKillDriver
+	default:
+		f = faultKillAPIServer
+	}
+	m := r.managers[r.rng.IntN(len(r.managers))]
+	r.faults[f]++
+	switch f {
+	case faultKillManager:
+		r.note("SIGKILL %s and start it again", m.name)
+		if err := r.s.crashAndRestart(m); err != nil {
+			t.Fatalf("chaos: %v", err)
+		}
+	case faultPauseManager:
+		pause := chaosLease + time.Duration(r.rng.IntN(3000))*time.Millisecond
+		r.note("SIGSTOP %s for %s (past its %s lease), then SIGCONT", m.name, pause, chaosLease)
+		pid, ok := cluster.PIDs()[m.name]
+		if !ok {
+			t.Fatalf("chaos: %s is not running", m.name)
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(pause)
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	case faultKillDriver:
+		r.note("SIGKILL the sim and start it again")
+		r.s.killSim()
+		r.s.restartSim()
+	case faultKillAPIServer:
+		down := time.Duration(1000+r.rng.IntN(2000)) * time.Millisecond
+		r.note("SIGKILL kube-apiserver, start it again after %s", down)
+		pid, ok := cluster.PIDs()[localcluster.APIServer]
+		if !ok {
+			t.Fatal("chaos: kube-apiserver is not running")
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.StopComponent(localcluster.APIServer); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(down)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := cluster.StartComponent(ctx, localcluster.APIServer); err != nil {
+			t.Fatalf("chaos: kube-apiserver did not come back: %v", err)
+		}
+	}
+}
+
+// heal starts again a manager that exited: one that lost its lease while
+// stopped exits on purpose, as controller-runtime does.
+func (r *chaosRun) heal() {
+	for _, m := range r.managers {
+		if exited, err := cluster.ProcessExited(m.name); exited {
+			r.note("%s had exited (%v); starting it again", m.name, err)
+			if err := cluster.StopProcess(m.name); err != nil {
+				r.s.t.Fatal(err)
+			}
+			r.s.start(m.name, "millwright-manager", m.args)
+		}
+	}
+}
+
+// step takes one workload step drawn from the seeded source.
+func (r *chaosRun) step() {
+	steps := []chaosStep{stepScale, stepScale, stepRoll, stepKillVM, stepNothing}
+	if r.zoneFull {
+		steps = append(steps, stepZoneBack)
+	} else {
+		steps = append(steps, stepZoneFull)
+	}
+	r.do(steps[r.rng.IntN(len(steps))])
+}
+
+func (r *chaosRun) do(step chaosStep) {
+	s := r.s
+	s.t.Helper()
+	r.steps[step]++
+	switch step {
+	case stepScale:
+		r.replicas = int32(chaosMinFleet + r.rng.IntN(chaosMaxFleet-chaosMinFleet+1))
+		r.note("scale to %d", r.replicas)
+		s.scale(r.replicas)
+	case stepRoll:
+		r.class = map[string]string{"small": "large", "large": "small"}[r.class]
+		r.note("roll to class %s", r.class)
+		s.rollTo(r.class)
+	case stepKillVM:
+		id, machine := r.idleVM()
+		if id == "" {
+			r.note("stop a VM: every Node runs workload pods, none stopped")
+			return
+		}
+		r.note("stop VM %s of Machine %s behind Millwright's back", id, machine)
+		if err := r.simPost("/vms/" + id + "/kill"); err != nil {
+			r.note("stopping VM %s: %v", id, err)
+		}
+	case stepZoneFull, stepZoneBack:
+		path := map[chaosStep]string{stepZoneFull: "/zones/local-b/out-of-capacity", stepZoneBack: "/zones/local-b/capacity"}[step]
+		r.note("POST %s", path)
+		s.eventually(time.Minute, "the sim to take "+path, func() (bool, error) {
+			err := r.simPost(path)
+			return err == nil, err
+		})
+		r.zoneFull = step == stepZoneFull
+	case stepNothing:
+		r.note("nothing")
+	}
+}
+
+// idleVM picks, by the seeded source, the VM of a Running Machine whose
+// Node runs no workload pod: stopping it is a health remediation, not a
+// disruption of the workload the budget protects.
+func (r *chaosRun) idleVM() (id, machine string) {
+	busy := map[string]bool{}
+	for _, p := range r.s.workloadPods() {
+		busy[p.Spec.NodeName] = true
+	}
+	vms, err := r.s.vms()
+	if err != nil {
+		return "", ""
+	}
+	var idle []sim.VM
+	for _, vm := range vms {
+		if vm.State == sim.VMRunning && vm.NodeName != "" && !busy[vm.NodeName] {
+			idle = append(idle, vm)
+		}
+	}
+	if len(idle) == 0 {
+		return "", ""
+	}
+	slices.SortFunc(idle, func(a, b sim.VM) int { return strings.Compare(a.ID, b.ID) })
+	vm := idle[r.rng.IntN(len(idle))]
+	return vm.ID, vm.MachineName
+}
+
+// simPost posts to the sim's admin API and returns what went wrong: the
+// sim may be down for a moment.
+func (r *chaosRun) simPost(path string) error {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Post("http://"+r.s.simAdmin+path, "application/json", bytes.NewReader(nil))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var e sim.AdminError
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, e.Error)
+	}
+	return nil
+}
+
+// vmWatch polls the sim's VMs and records every time a Machine had two
+// live VMs at once.
+type vmWatch struct {
+	stopc chan struct{}
+	done  sync.WaitGroup
+	mu    sync.Mutex
+	polls int
+	twice []string
+}
+
+func (s *scenario) watchVMs() *vmWatch {
+	w := &vmWatch{stopc: make(chan struct{})}
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		for {
+			select {
+			case <-w.stopc:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			vms, err := s.vms()
+			if err != nil {
+				continue // the sim is down for a moment
+			}
+			byMachine := map[string][]string{}
+			for _, vm := range vms {
+				if !vm.Orphan {
+					byMachine[vm.MachineName] = append(byMachine[vm.MachineName], vm.ID)
+				}
+			}
+			w.mu.Lock()
+			w.polls++
+			for name, ids := range byMachine {
+				if len(ids) > 1 && len(w.twice) < 50 {
+					w.twice = append(w.twice, fmt.Sprintf("Machine %s had %d live VMs at once: %v", name, len(ids), ids))
+				}
+			}
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// stop ends the polls and returns the violations seen.
+func (w *vmWatch) stop() []string {
+	close(w.stopc)
+	w.done.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.twice
+}
+
+// workloadPods lists the workload's pods (createWorkload).
+func (s *scenario) workloadPods() []corev1.Pod {
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
+		return nil
+	}
+	return pods.Items
+}
