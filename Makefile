@@ -99,7 +99,7 @@ bench-aws: runtime-tools build ## The manager with millwright-aws against moto, 
 
 CHAOS_DURATION ?= 10m
 CHAOS_TARGET ?= sim
-chaos: runtime-tools build ## Seeded chaos for CHAOS_DURATION (10m): managers, driver and kube-apiserver killed and paused under a changing fleet, invariants at every event, a summary at the end (CHAOS_SEED replays a run; CHAOS_TARGET=sim, docs/reliability.md).
+chaos: runtime-tools build ## Seeded chaos for CHAOS_DURATION (10m): managers, driver and kube-apiserver killed and paused under a changing fleet, invariants at every event, a summary at the end (CHAOS_SEED replays a run; CHAOS_TARGET=sim, aws or sim,aws; docs/reliability.md).
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_TARGET=$(CHAOS_TARGET) CHAOS_SEED=$(CHAOS_SEED) go test -count=1 -timeout=0 -p 1 -v -run '^TestChaos$$' $(E2E_PKG)
 
 demo: runtime-tools $(if $(filter libvirt,$(PROVIDER)),vm-tools) build ## Run Millwright on a local cluster with the simulated cloud (PROVIDER=libvirt: real VMs; PROVIDER=aws: the EC2 driver against a local moto_server; DEMO_EXIT=1: exit once Running).

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -105,6 +106,13 @@ func (p *Proxy) Before(action string, f func()) {
 		p.before = map[string]func(){}
 	}
 	p.before[action] = f
+}
+
+// Remove removes one fault.
+func (p *Proxy) Remove(f *Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faults = slices.DeleteFunc(p.faults, func(g *Fault) bool { return g == f })
 }
 
 // Clear removes every fault.

@@ -52,6 +52,10 @@ type awsWorld struct {
 	// sqs and queueURL are the interruption queue millwright-aws reads.
 	sqs      *sqs.Client
 	queueURL string
+	// driverArgs and health are millwright-aws's flags and its probes'
+	// address.
+	driverArgs []string
+	health     string
 }
 
 // newAWSScenario creates namespace name, starts moto, its proxy and
@@ -88,21 +92,15 @@ func newAWSScenario(t testing.TB, name string) *scenario {
 
 	s.driver = "aws-" + name
 	s.socket = "unix://" + filepath.Join(cluster.Dir(), name+"-aws.sock")
-	health := testenv.FreeAddr(t)
+	w.health = testenv.FreeAddr(t)
 	// The interruption queue is read with the driver's own credentials
 	// (the default chain), not a class's.
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDMILLWRIGHTE2E")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "e2e")
-	s.start(s.driver, "millwright-aws", []string{"--endpoint", s.socket, "--cluster-name", w.cluster,
-		"--ec2-endpoint", w.hold.url, "--region", "us-east-1", "--health-address", health, "--retry-max-backoff", "200ms",
-		"--interruption-queue-url", w.interruptionQueue(t, name), "--sqs-endpoint", w.moto.URL})
-	s.eventually(time.Minute, "millwright-aws to be ready", func() (bool, error) {
-		code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
-		if err == nil && code != 200 {
-			err = fmt.Errorf("/readyz %d: %s", code, body)
-		}
-		return err == nil, err
-	})
+	w.driverArgs = []string{"--endpoint", s.socket, "--cluster-name", w.cluster,
+		"--ec2-endpoint", w.hold.url, "--region", "us-east-1", "--health-address", w.health, "--retry-max-backoff", "200ms",
+		"--interruption-queue-url", w.interruptionQueue(t, name), "--sqs-endpoint", w.moto.URL}
+	s.startAWSDriver()
 
 	kubelets := &demo.AWSKubelets{EC2: w.ec2, Cluster: w.cluster, Nodes: k8s}
 	kctx, cancel := context.WithCancel(ctx)
@@ -114,6 +112,20 @@ func newAWSScenario(t testing.TB, name string) *scenario {
 	// Registered after moto's Start: runs before moto stops.
 	t.Cleanup(func() { cancel(); <-done })
 	return s
+}
+
+// startAWSDriver starts millwright-aws (again, after it was killed) and
+// waits until it is ready.
+func (s *scenario) startAWSDriver() {
+	s.t.Helper()
+	s.start(s.driver, "millwright-aws", s.aws.driverArgs)
+	s.eventually(time.Minute, "millwright-aws to be ready", func() (bool, error) {
+		code, body, err := testenv.HTTPGet("http://" + s.aws.health + "/readyz")
+		if err == nil && code != 200 {
+			err = fmt.Errorf("/readyz %d: %s", code, body)
+		}
+		return err == nil, err
+	})
 }
 
 // awsSpec is the providerSpec of the scenario's classes: moto's AMI, the
@@ -188,7 +200,11 @@ func (w *awsWorld) vms(ns string) ([]sim.VM, error) {
 	var out []sim.VM
 	for _, in := range ins {
 		if live(in) && tagOf(in, aws.TagNamespace) == ns {
-			out = append(out, sim.VM{ID: awssdk.ToString(in.InstanceId), MachineName: tagOf(in, aws.TagMachineName), NodeName: tagOf(in, aws.TagNodeName)})
+			vm := sim.VM{ID: awssdk.ToString(in.InstanceId), MachineName: tagOf(in, aws.TagMachineName), NodeName: tagOf(in, aws.TagNodeName)}
+			if in.State.Name == types.InstanceStateNameRunning {
+				vm.State = sim.VMRunning
+			}
+			out = append(out, vm)
 		}
 	}
 	return out, nil

@@ -16,10 +16,14 @@ import (
 	"testing"
 	"time"
 
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/internal/localcluster"
+	"github.com/millwright-dev/millwright/internal/motoserver"
+	"github.com/millwright-dev/millwright/internal/provider/aws"
 	"github.com/millwright-dev/millwright/internal/provider/sim"
 )
 
@@ -67,16 +71,25 @@ type chaosRun struct {
 	replicas int32
 	class    string
 	zoneFull bool
+	// zoneFault is the proxy's fault that makes a zone full (aws).
+	zoneFault *motoserver.Fault
 }
 
-// chaosSettings reads CHAOS_TARGET, CHAOS_DURATION and CHAOS_SEED (or
-// E2E_SEED), with the short run of `make test` as the default.
-func chaosSettings(t *testing.T) (time.Duration, uint64) {
+// chaosSettings reads CHAOS_TARGET (sim, aws, or both comma-separated:
+// the default), CHAOS_DURATION (60 s a target by default: the short run
+// of `make test`) and CHAOS_SEED (or E2E_SEED).
+func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed uint64) {
 	t.Helper()
-	if target := os.Getenv("CHAOS_TARGET"); target != "" && target != "sim" {
-		t.Fatalf("CHAOS_TARGET=%s: only the sim target is built so far; vm and aws are not (docs/reliability.md)", target)
+	targets = []string{"sim", "aws"}
+	if v := os.Getenv("CHAOS_TARGET"); v != "" {
+		targets = strings.Split(v, ",")
 	}
-	duration := 90 * time.Second
+	for _, target := range targets {
+		if target != "sim" && target != "aws" {
+			t.Fatalf("CHAOS_TARGET=%s: the sim and aws targets are built; vm is not yet (docs/reliability.md)", target)
+		}
+	}
+	duration = 60 * time.Second
 	if v := os.Getenv("CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -84,7 +97,7 @@ func chaosSettings(t *testing.T) (time.Duration, uint64) {
 		}
 		duration = d
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed = uint64(time.Now().UnixNano())
 	for _, k := range []string{"CHAOS_SEED", "E2E_SEED"} {
 		if v := os.Getenv(k); v != "" {
 			if _, err := fmt.Sscan(v, &seed); err != nil {
@@ -93,30 +106,48 @@ func chaosSettings(t *testing.T) (time.Duration, uint64) {
 			break
 		}
 	}
-	t.Logf("chaos: seed %d (CHAOS_SEED=%d replays the sequence), duration %s", seed, seed, duration)
-	return duration, seed
+	t.Logf("chaos: targets %v, seed %d (CHAOS_SEED=%d replays the sequence), %s each", targets, seed, seed, duration)
+	return targets, duration, seed
 }
 
-// TestChaos runs the chaos of docs/reliability.md on the sim: for
-// CHAOS_DURATION (90 s in `make test`), a seeded mix of SIGKILLed and
-// SIGSTOPped managers (a leader-elected pair), a SIGKILLed driver and
-// kube-apiserver, interleaved with scale-ups and downs, rollouts back and
-// forth, VMs stopped behind Millwright's back (health remediation) and a
-// zone out of capacity, under a workload whose PodDisruptionBudget must
-// hold. At every event the recorder sees: the budget holds, and no
-// Machine has two live VMs (polled from the sim); after the faults stop,
-// the fleet converges within 5 minutes, no Machine ever had two VMs, no
-// Machine vanished without its deletion steps, no Node was deleted
-// before its drain finished, and the sim holds exactly the fleet's VMs.
+// TestChaos runs the chaos of docs/reliability.md on the sim and on
+// millwright-aws against moto: for CHAOS_DURATION (60 s each in `make
+// test`), a seeded mix of SIGKILLed and SIGSTOPped managers (a
+// leader-elected pair), a SIGKILLed driver and kube-apiserver,
+// interleaved with scale-ups and downs, rollouts back and forth, VMs
+// stopped (instances terminated) behind Millwright's back and a zone out
+// of capacity, under a workload whose PodDisruptionBudget must hold. At
+// every event the recorder sees, the budget holds; every 0.5 s, no
+// Machine has two live VMs. After the faults stop, the fleet converges
+// within 5 minutes with exactly its VMs, no Machine ever had two VMs, no
+// Machine vanished without its deletion steps and no Node was deleted
+// before its drain finished.
 func TestChaos(t *testing.T) {
-	duration, seed := chaosSettings(t)
-	s := newScenario(t, "chaos")
+	targets, duration, seed := chaosSettings(t)
+	for _, target := range targets {
+		t.Run(target, func(t *testing.T) { runChaos(t, target, duration, seed) })
+	}
+}
+
+// runChaos is TestChaos on one target.
+func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) {
+	var s *scenario
+	if target == "aws" {
+		s = newAWSScenario(t, "chaosaws")
+	} else {
+		s = newScenario(t, "chaos")
+	}
 	le := []string{"--leader-elect", "--leader-elect-lease-duration", chaosLease.String(),
 		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "1s", "--machine-health-timeout", "20s"}
 	run := &chaosRun{s: s, managers: []*manager{s.startManager(le...), s.startManager(le...)},
 		rng: rand.New(rand.NewPCG(seed, seed)), faults: map[chaosFault]int{}, steps: map[chaosStep]int{}, replicas: 3, class: "small"}
-	s.createClass("small", simSpec)
-	s.createClass("large", largeSpec)
+	if w := s.aws; w != nil {
+		s.createAWSClass("small", w.awsSpec())
+		s.createAWSClass("large", strings.Replace(w.awsSpec(), `"t3.micro"`, `"t3.small"`, 1))
+	} else {
+		s.createClass("small", simSpec)
+		s.createClass("large", largeSpec)
+	}
 	s.createDeployment(run.replicas, "small", 1, 0)
 	s.waitFleet(int(run.replicas), "small", 2*time.Minute)
 	rec := s.record()
@@ -143,19 +174,13 @@ func TestChaos(t *testing.T) {
 	converged := time.Since(lastFault)
 	twice := vms.stop()
 	rec.verify()
-	hist := s.checkNoDuplicateVMs()
+	created, deleted := s.checkOneVMEach()
 
 	rec.mu.Lock()
 	checks, violations := rec.checksRun, len(rec.violations)
 	rec.mu.Unlock()
-	deleted := 0
-	for _, h := range hist {
-		if h.DeletedAt != nil {
-			deleted++
-		}
-	}
-	t.Logf("chaos summary: seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; converged %.1fs after the last fault",
-		seed, duration, counts(run.faults), counts(run.steps), len(rec.machineNames()), len(hist), deleted, checks, vms.polls, violations, len(twice), converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), len(rec.machineNames()), created, deleted, checks, vms.polls, violations, len(twice), converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -217,9 +242,15 @@ func (r *chaosRun) fault() {
 			t.Fatal(err)
 		}
 	case faultKillDriver:
-		r.note("SIGKILL the sim and start it again")
-		r.s.killSim()
-		r.s.restartSim()
+		r.note("SIGKILL %s and start it again", r.s.driver)
+		if err := killProcess(r.s.driver); err != nil {
+			t.Fatalf("chaos: %v", err)
+		}
+		if r.s.aws != nil {
+			r.s.startAWSDriver()
+		} else {
+			r.s.restartSim()
+		}
 	case faultKillAPIServer:
 		down := time.Duration(1000+r.rng.IntN(2000)) * time.Millisecond
 		r.note("SIGKILL kube-apiserver, start it again after %s", down)
@@ -287,17 +318,12 @@ func (r *chaosRun) do(step chaosStep) {
 			return
 		}
 		r.note("stop VM %s of Machine %s behind Millwright's back", id, machine)
-		if err := r.simPost("/vms/" + id + "/kill"); err != nil {
+		if err := r.stopVM(id); err != nil {
 			r.note("stopping VM %s: %v", id, err)
 		}
 	case stepZoneFull, stepZoneBack:
-		path := map[chaosStep]string{stepZoneFull: "/zones/local-b/out-of-capacity", stepZoneBack: "/zones/local-b/capacity"}[step]
-		r.note("POST %s", path)
-		s.eventually(time.Minute, "the sim to take "+path, func() (bool, error) {
-			err := r.simPost(path)
-			return err == nil, err
-		})
-		r.zoneFull = step == stepZoneFull
+		r.note("%s: a zone out of capacity, or back", step)
+		r.zone(step == stepZoneFull)
 	case stepNothing:
 		r.note("nothing")
 	}
@@ -327,6 +353,74 @@ func (r *chaosRun) idleVM() (id, machine string) {
 	slices.SortFunc(idle, func(a, b sim.VM) int { return strings.Compare(a.ID, b.ID) })
 	vm := idle[r.rng.IntN(len(idle))]
 	return vm.ID, vm.MachineName
+}
+
+// stopVM stops a VM behind Millwright's back: the sim's stops, an EC2
+// instance is terminated.
+func (r *chaosRun) stopVM(id string) error {
+	if w := r.s.aws; w != nil {
+		_, err := w.ec2.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+		return err
+	}
+	return r.simPost("/vms/" + id + "/kill")
+}
+
+// zone makes the second zone refuse every create for capacity (full), or
+// lets it create again: the sim's admin API, or EC2's
+// InsufficientInstanceCapacity from the proxy in front of moto.
+func (r *chaosRun) zone(full bool) {
+	s := r.s
+	s.t.Helper()
+	r.zoneFull = full
+	if w := s.aws; w != nil {
+		if full {
+			r.zoneFault = w.proxy.Fail(&motoserver.Fault{Action: "RunInstances", Match: map[string]string{"SubnetId": w.subnets[awsZones[1]]},
+				Code: "InsufficientInstanceCapacity"})
+		} else if r.zoneFault != nil {
+			w.proxy.Remove(r.zoneFault)
+		}
+		return
+	}
+	path := map[bool]string{true: "/zones/local-b/out-of-capacity", false: "/zones/local-b/capacity"}[full]
+	s.eventually(time.Minute, "the sim to take "+path, func() (bool, error) {
+		err := r.simPost(path)
+		return err == nil, err
+	})
+}
+
+// checkOneVMEach fails the test for every Machine that ever had two VMs
+// (the sim's history; every instance moto knows, terminated ones too,
+// by its Machine UID tag) and returns how many VMs were created and
+// deleted since the scenario began.
+func (s *scenario) checkOneVMEach() (created, deleted int) {
+	s.t.Helper()
+	if w := s.aws; w != nil {
+		ins, err := w.instances(w.cluster)
+		if err != nil {
+			s.t.Fatalf("listing moto's instances: %v", err)
+		}
+		byUID := map[string][]string{}
+		for _, in := range ins {
+			id := awssdk.ToString(in.InstanceId)
+			byUID[tagOf(in, aws.TagMachineUID)] = append(byUID[tagOf(in, aws.TagMachineUID)], id)
+			if !live(in) {
+				deleted++
+			}
+		}
+		for uid, ids := range byUID {
+			if len(ids) > 1 {
+				s.t.Errorf("the Machine with UID %q had %d instances: %v", uid, len(ids), ids)
+			}
+		}
+		return len(ins), deleted
+	}
+	hist := s.checkNoDuplicateVMs()
+	for _, h := range hist {
+		if h.DeletedAt != nil {
+			deleted++
+		}
+	}
+	return len(hist), deleted
 }
 
 // simPost posts to the sim's admin API and returns what went wrong: the
