@@ -19,8 +19,12 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/localcluster"
 	"github.com/millwright-dev/millwright/internal/motoserver"
 	"github.com/millwright-dev/millwright/internal/provider/aws"
@@ -32,6 +36,8 @@ import (
 const (
 	chaosLease       = 4 * time.Second
 	chaosConvergence = 5 * time.Minute // every Machine converges within this after the last fault
+	// chaosCreateLimit is the sim classes' maxConcurrentCreates.
+	chaosCreateLimit int32 = 2
 )
 
 // chaosFault is one kind of fault the run injects.
@@ -145,14 +151,24 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		s.createAWSClass("small", w.awsSpec())
 		s.createAWSClass("large", strings.Replace(w.awsSpec(), `"t3.micro"`, `"t3.small"`, 1))
 	} else {
-		s.createClass("small", simSpec)
-		s.createClass("large", largeSpec)
+		// A class create limit, checked at the end from the sim's count
+		// of CreateMachine calls in flight.
+		limit := func(c *v1alpha1.MachineClass) { c.Spec.MaxConcurrentCreates = ptr.To(chaosCreateLimit) }
+		s.createClassWith("small", simSpec, limit)
+		s.createClassWith("large", largeSpec, limit)
 	}
 	s.createDeployment(run.replicas, "small", 1, 0)
 	s.waitFleet(int(run.replicas), "small", 2*time.Minute)
 	rec := s.record()
 	s.createWorkload(4, 3)
 	rec.addCheck(budgetKept(3))
+	s.create(&v1alpha1.MachineDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: s.ns},
+		Spec: v1alpha1.MachineDisruptionBudgetSpec{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": s.ns}},
+			MaxUnavailable: intstr.FromInt32(1)},
+	})
+	var voluntary voluntaryCount
+	rec.addCheck(voluntaryAtMost(1, &voluntary))
 	vms := s.watchVMs()
 
 	run.start = time.Now()
@@ -175,12 +191,21 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	twice := vms.stop()
 	rec.verify()
 	created, deleted := s.checkOneVMEach()
+	if s.aws == nil {
+		for _, class := range []string{"small", "large"} {
+			if st := s.callStats(class); st.MaxCreates > int(chaosCreateLimit) {
+				t.Errorf("class %s had %d creates in flight at once, more than its maxConcurrentCreates %d", class, st.MaxCreates, chaosCreateLimit)
+			}
+		}
+	}
 
+	seen := len(rec.machineNames())
+	// The checks write voluntary: read it under the recorder's lock.
 	rec.mu.Lock()
-	checks, violations := rec.checksRun, len(rec.violations)
+	checks, violations, disrupted := rec.checksRun, len(rec.violations), voluntary.max
 	rec.mu.Unlock()
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), len(rec.machineNames()), created, deleted, checks, vms.polls, violations, len(twice), converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, vms.polls, violations, len(twice), disrupted, converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -221,6 +246,7 @@ func (r *chaosRun) fault() {
 	}
 	m := r.managers[r.rng.IntN(len(r.managers))]
 	r.faults[f]++
+	r.heal() // a manager that exited after the last fault is running again
 	switch f {
 	case faultKillManager:
 		r.note("SIGKILL %s and start it again", m.name)
@@ -235,7 +261,8 @@ func (r *chaosRun) fault() {
 			t.Fatalf("chaos: %s is not running", m.name)
 		}
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
+			r.note("SIGSTOP %s: %v (it has just exited)", m.name, err)
+			return
 		}
 		time.Sleep(pause)
 		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -214,7 +215,9 @@ func killProcess(name string) error {
 	if !ok {
 		return fmt.Errorf("%s is not running", name)
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	// ESRCH: it has exited on its own (a manager that lost its lease)
+	// and was reaped; it is killed all the same.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("killing %s: %w", name, err)
 	}
 	return cluster.StopProcess(name)
