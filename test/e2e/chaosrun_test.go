@@ -48,20 +48,21 @@ const (
 	faultPauseManager  chaosFault = "pause-manager"  // SIGSTOP one replica past its lease, then SIGCONT
 	faultKillDriver    chaosFault = "kill-driver"    // SIGKILL the sim, started again at once
 	faultKillAPIServer chaosFault = "kill-apiserver" // SIGKILL kube-apiserver, started again 1–3 s later
+	// The vm target's own.
+	faultRestartLibvirtd chaosFault = "restart-libvirtd" // SIGTERM libvirtd and start it again
+	faultKillRelay       chaosFault = "kill-relay"       // SIGKILL one relay of a VM's connection to the API server
 )
 
 // chaosStep is one workload step the run takes between faults.
 type chaosStep string
 
 const (
-	stepScale     chaosStep = "scale"     // replicas to 2..6
-	stepRoll      chaosStep = "roll"      // to the other class
-	stepKillVM    chaosStep = "kill-vm"   // a VM without workload pods stopped: its Machine is replaced
-	stepZoneFull  chaosStep = "zone-full" // local-b out of capacity
-	stepZoneBack  chaosStep = "zone-back" // local-b has capacity again
-	stepNothing   chaosStep = "nothing"   // let the system work
-	chaosMinFleet           = 2
-	chaosMaxFleet           = 6
+	stepScale    chaosStep = "scale"     // replicas to 2..6
+	stepRoll     chaosStep = "roll"      // to the other class
+	stepKillVM   chaosStep = "kill-vm"   // a VM without workload pods stopped: its Machine is replaced
+	stepZoneFull chaosStep = "zone-full" // local-b out of capacity
+	stepZoneBack chaosStep = "zone-back" // local-b has capacity again
+	stepNothing  chaosStep = "nothing"   // let the system work
 )
 
 // chaosRun is the state of one run: the scenario, its two leader-elected
@@ -76,13 +77,16 @@ type chaosRun struct {
 	log      []string
 	replicas int32
 	class    string
-	zoneFull bool
+	// minFleet and maxFleet bound the replicas a scale step picks.
+	minFleet, maxFleet int
+	zoneFull           bool
 	// zoneFault is the proxy's fault that makes a zone full (aws).
 	zoneFault *motoserver.Fault
 }
 
-// chaosSettings reads CHAOS_TARGET (sim, aws, or both comma-separated:
-// the default), CHAOS_DURATION (60 s a target by default: the short run
+// chaosSettings reads CHAOS_TARGET (sim, aws, vm, or several
+// comma-separated; sim,aws by default: the vm target runs real VMs, as
+// root, and runs in `make test` as TestChaosVM), CHAOS_DURATION (60 s a target by default: the short run
 // of `make test`) and CHAOS_SEED (or E2E_SEED).
 func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed uint64) {
 	t.Helper()
@@ -91,8 +95,8 @@ func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed
 		targets = strings.Split(v, ",")
 	}
 	for _, target := range targets {
-		if target != "sim" && target != "aws" {
-			t.Fatalf("CHAOS_TARGET=%s: the sim and aws targets are built; vm is not yet (docs/reliability.md)", target)
+		if target != "sim" && target != "aws" && target != "vm" {
+			t.Fatalf("CHAOS_TARGET=%s: want sim, aws or vm, or several comma-separated (docs/reliability.md)", target)
 		}
 	}
 	duration = 60 * time.Second
@@ -137,31 +141,50 @@ func TestChaos(t *testing.T) {
 
 // runChaos is TestChaos on one target.
 func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) {
-	var s *scenario
-	if target == "aws" {
-		s = newAWSScenario(t, "chaosaws")
-	} else {
-		s = newScenario(t, "chaos")
-	}
 	le := []string{"--leader-elect", "--leader-elect-lease-duration", chaosLease.String(),
 		"--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "1s", "--machine-health-timeout", "20s"}
-	run := &chaosRun{s: s, managers: []*manager{s.startManager(le...), s.startManager(le...)},
-		rng: rand.New(rand.NewPCG(seed, seed)), faults: map[chaosFault]int{}, steps: map[chaosStep]int{}, replicas: 3, class: "small"}
-	if w := s.aws; w != nil {
-		s.createAWSClass("small", w.awsSpec())
-		s.createAWSClass("large", strings.Replace(w.awsSpec(), `"t3.micro"`, `"t3.small"`, 1))
-	} else {
+	run := &chaosRun{rng: rand.New(rand.NewPCG(seed, seed)), faults: map[chaosFault]int{}, steps: map[chaosStep]int{},
+		replicas: 3, class: "small", minFleet: 2, maxFleet: 6}
+	var s *scenario
+	switch target {
+	case "aws":
+		s = newAWSScenario(t, "chaosaws")
+		s.createAWSClass("small", s.aws.awsSpec())
+		s.createAWSClass("large", strings.Replace(s.aws.awsSpec(), `"t3.micro"`, `"t3.small"`, 1))
+	case "vm":
+		// Real VMs under TCG on two cores: a small fleet, no workload
+		// (the node agent runs no pods), libvirtd restarted by this process.
+		if err := daemons.CanRestartLibvirtd(); err != nil {
+			t.Fatalf("FAIL: the vm target restarts libvirtd: %v", err)
+		}
+		s = newVMScenario(t, "chaosvm")
+		le = append(le, "--token-bootstrap-api-server", vmAPIServer(t))
+		s.createVMClass("small", smallVM)
+		s.createVMClass("large", largeVM)
+		s.createTokenBootstrapTemplate("join")
+		run.replicas, run.minFleet, run.maxFleet = 2, 1, 3
+	default:
+		s = newScenario(t, "chaos")
 		// A class create limit, checked at the end from the sim's count
 		// of CreateMachine calls in flight.
 		limit := func(c *v1alpha1.MachineClass) { c.Spec.MaxConcurrentCreates = ptr.To(chaosCreateLimit) }
 		s.createClassWith("small", simSpec, limit)
 		s.createClassWith("large", largeSpec, limit)
 	}
-	s.createDeployment(run.replicas, "small", 1, 0)
-	s.waitFleet(int(run.replicas), "small", 2*time.Minute)
+	run.s = s
+	run.managers = []*manager{s.startManager(le...), s.startManager(le...)}
+	if s.vm != nil {
+		s.createDeploymentOf(run.replicas, vmMachineSpec("small", "join"), 1, 0)
+		s.waitFleet(int(run.replicas), "small", 8*time.Minute)
+	} else {
+		s.createDeployment(run.replicas, "small", 1, 0)
+		s.waitFleet(int(run.replicas), "small", 2*time.Minute)
+	}
 	rec := s.record()
-	s.createWorkload(4, 3)
-	rec.addCheck(budgetKept(3))
+	if s.vm == nil {
+		s.createWorkload(4, 3)
+		rec.addCheck(budgetKept(3))
+	}
 	s.create(&v1alpha1.MachineDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: s.ns},
 		Spec: v1alpha1.MachineDisruptionBudgetSpec{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": s.ns}},
@@ -185,8 +208,14 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		run.do(stepZoneBack)
 	}
 	lastFault := time.Now()
-	s.waitFleet(int(run.replicas), run.class, chaosConvergence)
-	s.waitWorkload(4, chaosConvergence)
+	bound := chaosConvergence
+	if s.vm != nil {
+		bound *= 2 // VMs boot under TCG
+	}
+	s.waitFleet(int(run.replicas), run.class, bound)
+	if s.vm == nil {
+		s.waitWorkload(4, chaosConvergence)
+	}
 	converged := time.Since(lastFault)
 	twice := vms.stop()
 	rec.verify()
@@ -208,6 +237,12 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, vms.polls, violations, len(twice), disrupted, converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
+	}
+	if s.vm != nil {
+		// No VM, volume, QEMU process or relay outlives its Machine.
+		s.scale(0)
+		s.waitFleet(0, run.class, bound)
+		s.waitNothingLeft()
 	}
 }
 
@@ -241,6 +276,10 @@ func (r *chaosRun) fault() {
 		f = faultPauseManager
 	case n < 17:
 		f = faultKillDriver
+	case r.s.vm != nil && n < 18:
+		f = faultRestartLibvirtd
+	case r.s.vm != nil && n < 19:
+		f = faultKillRelay
 	default:
 		f = faultKillAPIServer
 	}
@@ -273,11 +312,34 @@ func (r *chaosRun) fault() {
 		if err := killProcess(r.s.driver); err != nil {
 			t.Fatalf("chaos: %v", err)
 		}
-		if r.s.aws != nil {
+		switch {
+		case r.s.aws != nil:
 			r.s.startAWSDriver()
-		} else {
+		case r.s.vm != nil:
+			r.s.startLibvirtDriver()
+		default:
 			r.s.restartSim()
 		}
+	case faultRestartLibvirtd:
+		r.note("restart libvirtd (SIGTERM, as a service manager does; its QEMUs keep running)")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := daemons.RestartLibvirtd(ctx); err != nil {
+			t.Fatalf("chaos: restarting libvirtd: %v", err)
+		}
+		if err := r.s.vm.connect(); err != nil {
+			t.Fatalf("chaos: reconnecting to libvirtd: %v", err)
+		}
+	case faultKillRelay:
+		relays := relayProcesses()
+		if len(relays) == 0 {
+			r.note("SIGKILL a VM's relay to the API server: none runs")
+			return
+		}
+		slices.Sort(relays)
+		pid := relays[r.rng.IntN(len(relays))]
+		r.note("SIGKILL relay pid %d: its VM's connection to the API server breaks while the VM runs", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL) // it may have ended with its connection
 	case faultKillAPIServer:
 		down := time.Duration(1000+r.rng.IntN(2000)) * time.Millisecond
 		r.note("SIGKILL kube-apiserver, start it again after %s", down)
@@ -317,9 +379,11 @@ func (r *chaosRun) heal() {
 // step takes one workload step drawn from the seeded source.
 func (r *chaosRun) step() {
 	steps := []chaosStep{stepScale, stepScale, stepRoll, stepKillVM, stepNothing}
-	if r.zoneFull {
+	switch {
+	case r.s.vm != nil: // one zone
+	case r.zoneFull:
 		steps = append(steps, stepZoneBack)
-	} else {
+	default:
 		steps = append(steps, stepZoneFull)
 	}
 	r.do(steps[r.rng.IntN(len(steps))])
@@ -331,7 +395,7 @@ func (r *chaosRun) do(step chaosStep) {
 	r.steps[step]++
 	switch step {
 	case stepScale:
-		r.replicas = int32(chaosMinFleet + r.rng.IntN(chaosMaxFleet-chaosMinFleet+1))
+		r.replicas = int32(r.minFleet + r.rng.IntN(r.maxFleet-r.minFleet+1))
 		r.note("scale to %d", r.replicas)
 		s.scale(r.replicas)
 	case stepRoll:
@@ -383,11 +447,14 @@ func (r *chaosRun) idleVM() (id, machine string) {
 }
 
 // stopVM stops a VM behind Millwright's back: the sim's stops, an EC2
-// instance is terminated.
+// instance is terminated, a libvirt VM's QEMU is SIGKILLed.
 func (r *chaosRun) stopVM(id string) error {
 	if w := r.s.aws; w != nil {
 		_, err := w.ec2.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 		return err
+	}
+	if w := r.s.vm; w != nil {
+		return w.killQEMU(id)
 	}
 	return r.simPost("/vms/" + id + "/kill")
 }
@@ -440,6 +507,14 @@ func (s *scenario) checkOneVMEach() (created, deleted int) {
 			}
 		}
 		return len(ins), deleted
+	}
+	if s.vm != nil {
+		// libvirt keeps no history: the polls of live domains are the check.
+		doms, err := s.vm.domains()
+		if err != nil {
+			s.t.Fatalf("listing the domains: %v", err)
+		}
+		return len(doms), 0
 	}
 	hist := s.checkNoDuplicateVMs()
 	for _, h := range hist {
@@ -527,4 +602,14 @@ func (s *scenario) workloadPods() []corev1.Pod {
 		return nil
 	}
 	return pods.Items
+}
+
+// TestChaosVM is TestChaos's vm target, in `make test` (as root): real
+// VMs under libvirt, with libvirtd restarted, QEMUs killed behind
+// libvirt's back and relays of VMs' connections to the API server killed
+// besides the faults of every target. CHAOS_DURATION applies; CHAOS_TARGET
+// does not (`make chaos CHAOS_TARGET=vm` runs it through TestChaos).
+func TestChaosVM(t *testing.T) {
+	_, duration, seed := chaosSettings(t)
+	runChaos(t, "vm", duration, seed)
 }

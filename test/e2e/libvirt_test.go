@@ -217,7 +217,11 @@ func (w *vmWorld) vms() ([]sim.VM, error) {
 	}
 	out := make([]sim.VM, 0, len(doms))
 	for _, d := range doms {
-		out = append(out, sim.VM{ID: d.name, Namespace: d.meta.Namespace, MachineName: d.meta.Name, ClassName: d.meta.ClassName, NodeName: d.meta.NodeName})
+		vm := sim.VM{ID: d.name, Namespace: d.meta.Namespace, MachineName: d.meta.Name, ClassName: d.meta.ClassName, NodeName: d.meta.NodeName}
+		if d.active {
+			vm.State = sim.VMRunning
+		}
+		out = append(out, vm)
 	}
 	return out, nil
 }
