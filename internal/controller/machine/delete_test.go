@@ -6,11 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,30 +79,7 @@ func TestBlockedDrainResumesAfterRestartAndForceDeletionEndsIt(t *testing.T) {
 	nodeName := running.Status.NodeRef.Name
 
 	// A pod on the Node whose disruption budget allows no eviction.
-	labels := map[string]string{"app": "critical"} // namespaced: only this test's pod
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "critical", Namespace: h.NS, Labels: labels},
-		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
-	}
-	h.Create(pod)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "critical", Namespace: h.NS},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}
-	h.Create(pdb)
-	// No kubelet or disruption controller runs in this harness (the drain
-	// package's own tests run kwok and kube-controller-manager): play their
-	// part, so the pod is Ready and the budget allows no disruption.
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	if err := controllertest.Env.Client.Status().Update(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
-	if err := controllertest.Env.Client.Status().Update(context.Background(), pdb); err != nil {
-		t.Fatal(err)
-	}
+	pod := h.UnevictablePod("critical", nodeName)
 
 	// A volume attached to the Node: released only once the VM is gone.
 	va := &storagev1.VolumeAttachment{

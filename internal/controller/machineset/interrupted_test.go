@@ -6,12 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -34,27 +30,7 @@ func TestInterruptedMachineIsReplacedFirst(t *testing.T) {
 	victim, other := machines[0], machines[1]
 
 	// A pod on the victim's Node that no eviction may move.
-	labels := map[string]string{"app": "critical"}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "critical", Namespace: h.NS, Labels: labels},
-		Spec: corev1.PodSpec{NodeName: victim.Status.NodeRef.Name, Containers: []corev1.Container{{Name: "c", Image: "busybox"}},
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
-	}
-	h.Create(pod)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "critical", Namespace: h.NS},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}
-	h.Create(pdb)
-	// No kubelet or disruption controller runs here: play their part.
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
-	if err := controllertest.Env.Client.Status().Update(context.Background(), pod); err != nil {
-		t.Fatal(err)
-	}
-	pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1}
-	if err := controllertest.Env.Client.Status().Update(context.Background(), pdb); err != nil {
-		t.Fatal(err)
-	}
+	pod := h.UnevictablePod("critical", victim.Status.NodeRef.Name)
 
 	// Every change of the set's Machines from here on, in order.
 	w := watchMachines(h)
