@@ -162,6 +162,17 @@ func waitingFor(m *v1alpha1.Machine, node *corev1.Node, leaving drainPods, now t
 		// preservation (docs/preservation.md).
 		return "the end of its preservation (removing the annotation that asked ends it now): " + oneLine(c.Message)
 	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.InterruptedCondition); c != nil && c.Status == metav1.ConditionTrue && m.DeletionTimestamp.IsZero() {
+		// docs/interruptions.md: replaced first, then deleted.
+		at := "at a time it did not say"
+		if d := m.Status.InterruptionDeadline; d != nil {
+			at = "in " + duration.HumanDuration(d.Sub(now)) + " (" + d.UTC().Format(time.RFC3339) + ")"
+		}
+		if metav1.GetControllerOf(m) == nil {
+			return "a person: its provider takes the VM away " + at + ", and a Machine without an owner is not replaced: " + oneLine(c.Message)
+		}
+		return "its MachineSet to create its replacement and delete it: its provider takes the VM away " + at + ": " + oneLine(c.Message)
+	}
 	lastOp := oneLine(m.Status.LastOperation.Description)
 	switch m.Status.Phase {
 	case v1alpha1.PhaseTerminating:

@@ -81,3 +81,23 @@ func TestDescribePreservedMachine(t *testing.T) {
 		t.Errorf("describe of a preserved Machine:\n%s", out)
 	}
 }
+
+// TestDescribeInterruptedMachine: a Running Machine whose provider takes
+// its VM away waits for its MachineSet to replace it, and says when the
+// VM goes (docs/interruptions.md).
+func TestDescribeInterruptedMachine(t *testing.T) {
+	const ns = "describe-interrupted"
+	namespace(t, ns)
+	m := machine(t, ns, "web-spot", "small", "web", "web-111", "sim://r/a/vm-8", nil)
+	m.Status.Phase = v1alpha1.PhaseRunning
+	m.Status.Conditions = []metav1.Condition{
+		cond(v1alpha1.InterruptedCondition, "True", v1alpha1.InterruptionReason, "driver aws: EC2 Spot Instance Interruption Warning: instance-action terminate", m.CreationTimestamp.Time),
+	}
+	m.Status.InterruptionDeadline = &metav1.Time{Time: time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC)}
+	setStatus(t, m)
+	out := newCLI(t, ns).ok("describe", "machine", "web-spot")
+	if !strings.Contains(out, "Waiting for:  its MachineSet to create its replacement and delete it: its provider takes the VM away in") ||
+		!strings.Contains(out, "(2026-01-02T03:06:05Z): driver aws: EC2 Spot Instance Interruption Warning") {
+		t.Errorf("describe of an interrupted Machine:\n%s", out)
+	}
+}
