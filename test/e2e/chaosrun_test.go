@@ -57,12 +57,13 @@ const (
 type chaosStep string
 
 const (
-	stepScale    chaosStep = "scale"     // replicas to 2..6
+	stepScale    chaosStep = "scale"     // replicas to 2..6 (1..3 VMs)
 	stepRoll     chaosStep = "roll"      // to the other class
 	stepKillVM   chaosStep = "kill-vm"   // a VM without workload pods stopped: its Machine is replaced
 	stepZoneFull chaosStep = "zone-full" // local-b out of capacity
 	stepZoneBack chaosStep = "zone-back" // local-b has capacity again
 	stepNothing  chaosStep = "nothing"   // let the system work
+	stepMark     chaosStep = "mark"      // another controller's annotation, label and condition on a Machine
 )
 
 // chaosRun is the state of one run: the scenario, its two leader-elected
@@ -77,6 +78,8 @@ type chaosRun struct {
 	log      []string
 	replicas int32
 	class    string
+	// marks are what another controller wrote on Machines.
+	marks *foreignMarks
 	// minFleet and maxFleet bound the replicas a scale step picks.
 	minFleet, maxFleet int
 	zoneFull           bool
@@ -192,9 +195,12 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	})
 	var voluntary voluntaryCount
 	rec.addCheck(voluntaryAtMost(1, &voluntary))
+	run.marks = newForeignMarks()
+	rec.addCheck(run.marks.kept())
 	vms := s.watchVMs()
 
 	run.start = time.Now()
+	run.do(stepMark) // at least one Machine carries another controller's marks in every run
 	for time.Since(run.start) < duration {
 		if run.rng.IntN(3) == 0 {
 			run.step()
@@ -219,6 +225,7 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	converged := time.Since(lastFault)
 	twice := vms.stop()
 	rec.verify()
+	run.marks.verify(t, s.ns)
 	created, deleted := s.checkOneVMEach()
 	if s.aws == nil {
 		for _, class := range []string{"small", "large"} {
@@ -233,8 +240,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	rec.mu.Lock()
 	checks, violations, disrupted := rec.checksRun, len(rec.violations), voluntary.max
 	rec.mu.Unlock()
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, vms.polls, violations, len(twice), disrupted, converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, vms.polls, violations, len(twice), disrupted, run.marks.count(), converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -378,7 +385,7 @@ func (r *chaosRun) heal() {
 
 // step takes one workload step drawn from the seeded source.
 func (r *chaosRun) step() {
-	steps := []chaosStep{stepScale, stepScale, stepRoll, stepKillVM, stepNothing}
+	steps := []chaosStep{stepScale, stepScale, stepRoll, stepKillVM, stepNothing, stepMark}
 	switch {
 	case r.s.vm != nil: // one zone
 	case r.zoneFull:
@@ -417,6 +424,24 @@ func (r *chaosRun) do(step chaosStep) {
 		r.zone(step == stepZoneFull)
 	case stepNothing:
 		r.note("nothing")
+	case stepMark:
+		ms, err := s.machines()
+		var live []string
+		for _, m := range ms {
+			if m.DeletionTimestamp.IsZero() {
+				live = append(live, m.Name)
+			}
+		}
+		if err != nil || len(live) == 0 {
+			r.note("mark a Machine as another controller would: none to mark (%v)", err)
+			return
+		}
+		slices.Sort(live)
+		name := live[r.rng.IntN(len(live))]
+		r.note("mark Machine %s with another controller's annotation, label and condition", name)
+		if err := r.marks.mark(s.ns, name); err != nil {
+			r.note("marking %s: %v", name, err)
+		}
 	}
 }
 
