@@ -89,8 +89,9 @@ type chaosRun struct {
 
 // chaosSettings reads CHAOS_TARGET (sim, aws, vm, or several
 // comma-separated; sim,aws by default: the vm target runs real VMs, as
-// root, and runs in `make test` as TestChaosVM), CHAOS_DURATION (60 s a target by default: the short run
-// of `make test`) and CHAOS_SEED (or E2E_SEED).
+// root, and runs in `make test` as TestChaosVM), CHAOS_DURATION (45 s a
+// target by default: the short run of `make test`) and CHAOS_SEED (or
+// E2E_SEED).
 func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed uint64) {
 	t.Helper()
 	targets = []string{"sim", "aws"}
@@ -102,7 +103,7 @@ func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed
 			t.Fatalf("CHAOS_TARGET=%s: want sim, aws or vm, or several comma-separated (docs/reliability.md)", target)
 		}
 	}
-	duration = 60 * time.Second
+	duration = 45 * time.Second
 	if v := os.Getenv("CHAOS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -124,7 +125,7 @@ func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed
 }
 
 // TestChaos runs the chaos of docs/reliability.md on the sim and on
-// millwright-aws against moto: for CHAOS_DURATION (60 s each in `make
+// millwright-aws against moto: for CHAOS_DURATION (45 s each in `make
 // test`), a seeded mix of SIGKILLed and SIGSTOPped managers (a
 // leader-elected pair), a SIGKILLed driver and kube-apiserver,
 // interleaved with scale-ups and downs, rollouts back and forth, VMs
