@@ -26,11 +26,30 @@ func (c *Client) ReceiveEvents(ctx context.Context, req *ReceiveEventsRequest) (
 	return &ReceiveEventsResponse{Events: eventsFromWire(r.GetEvents())}, nil
 }
 
+// ReceiveEvents ends its wait when the server starts to stop, and answers
+// what it has (the acknowledgements are taken first): the manager asks
+// the restarted plugin again.
 func (s *grpcServer) ReceiveEvents(ctx context.Context, in *driverv1.ReceiveEventsRequest) (*driverv1.ReceiveEventsResponse, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	resp, err := s.d.ReceiveEvents(ctx, &ReceiveEventsRequest{
 		Acknowledged: in.GetAcknowledged(),
 		Wait:         time.Duration(max(in.GetWaitMillis(), 0)) * time.Millisecond,
 	})
+	select {
+	case <-s.stop:
+		if err != nil {
+			resp, err = &ReceiveEventsResponse{}, nil
+		}
+	default:
+	}
 	return respond(resp, err, func(r *ReceiveEventsResponse) *driverv1.ReceiveEventsResponse {
 		return &driverv1.ReceiveEventsResponse{Events: eventsToWire(r.Events)}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -22,24 +23,28 @@ const maxMessageSize = 64 << 20
 // service. The caller runs it with Serve on a listener and stops it; most
 // plugins call Serve or ServeEndpoint instead, which do both.
 func NewGRPCServer(d Driver, opts ...grpc.ServerOption) *grpc.Server {
-	s, _ := newGRPCServer(d, opts...)
+	s, _, _ := newGRPCServer(d, opts...)
 	return s
 }
 
 // newGRPCServer also returns the health server, so ServeEndpoint can report
-// NOT_SERVING while it drains.
-func newGRPCServer(d Driver, opts ...grpc.ServerOption) (*grpc.Server, *health.Server) {
+// NOT_SERVING while it drains, and stopping, which ends the ReceiveEvents
+// long polls in flight: a graceful stop waits for every call, and a poll
+// would hold it for its whole wait.
+func newGRPCServer(d Driver, opts ...grpc.ServerOption) (srv *grpc.Server, h *health.Server, stopping func()) {
 	opts = append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageSize),
 		grpc.MaxSendMsgSize(maxMessageSize),
 		grpc.ChainUnaryInterceptor(recoverPanics),
 	}, opts...)
-	s := grpc.NewServer(opts...)
-	driverv1.RegisterDriverServer(s, &grpcServer{d: d})
-	h := health.NewServer()
+	srv = grpc.NewServer(opts...)
+	gs := &grpcServer{d: d, stop: make(chan struct{})}
+	driverv1.RegisterDriverServer(srv, gs)
+	h = health.NewServer()
 	h.SetServingStatus(driverv1.Driver_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(s, h) // "" (the whole server) is SERVING by default
-	return s, h
+	healthpb.RegisterHealthServer(srv, h) // "" (the whole server) is SERVING by default
+	var once sync.Once
+	return srv, h, func() { once.Do(func() { close(gs.stop) }) }
 }
 
 // recoverPanics answers Internal to a call whose driver panicked, instead of
@@ -61,6 +66,8 @@ func recoverPanics(ctx context.Context, req any, info *grpc.UnaryServerInfo, han
 type grpcServer struct {
 	driverv1.UnimplementedDriverServer
 	d Driver
+	// stop is closed when the server starts to stop (newGRPCServer).
+	stop chan struct{}
 }
 
 var _ driverv1.DriverServer = (*grpcServer)(nil)

@@ -108,7 +108,7 @@ func ServeEndpoint(ctx context.Context, endpoint string, d Driver, opts ...Serve
 	if err != nil {
 		return err
 	}
-	srv, health := newGRPCServer(d, grpcOpts...)
+	srv, health, stopping := newGRPCServer(d, grpcOpts...)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	slog.Info("serving driver", "endpoint", endpoint, "address", lis.Addr().String(), "mutualTLS", !files.IsZero())
@@ -124,6 +124,7 @@ func ServeEndpoint(ctx context.Context, endpoint string, d Driver, opts ...Serve
 	// Health checks see the plugin going (every service NOT_SERVING) while
 	// calls in flight drain.
 	health.Shutdown()
+	stopping()
 	stopped := make(chan struct{})
 	go func() { srv.GracefulStop(); close(stopped) }()
 	timer := time.NewTimer(stopGracePeriod)

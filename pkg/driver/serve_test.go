@@ -202,3 +202,41 @@ func TestServeStopsGracefully(t *testing.T) {
 		t.Errorf("ServeEndpoint = %v", err)
 	}
 }
+
+// TestServeEndsLongPolls: a ReceiveEvents long poll in flight when the
+// plugin is told to stop ends with what the driver has (nothing), not
+// with an error once the stop's grace period is up: the poll would
+// otherwise hold the graceful stop for its whole wait, and a service
+// manager kills a plugin that does not exit in time.
+func TestServeEndsLongPolls(t *testing.T) {
+	path := socketPath(t)
+	fake := newFake("fake")
+	entered := make(chan struct{})
+	fake.setHandle(func(ctx context.Context, m driver.Method, _ any) (any, error) {
+		close(entered)
+		<-ctx.Done() // a driver waiting for an event that does not come
+		return nil, driver.Errorf(driver.DeadlineExceeded, "waiting for events: %v", ctx.Err())
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- driver.ServeEndpoint(ctx, "unix://"+path, fake) }()
+	c := dial(t, path, driver.WithReadyWait(30*time.Second))
+
+	type answer struct {
+		resp *driver.ReceiveEventsResponse
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := c.ReceiveEvents(context.Background(), &driver.ReceiveEventsRequest{Acknowledged: []string{"ev-1"}, Wait: time.Hour})
+		answered <- answer{resp, err}
+	}()
+	waitFor(t, entered, "the poll reaching the driver")
+	cancel()
+	if a := waitFor(t, answered, "the poll's answer"); a.err != nil || len(a.resp.Events) != 0 {
+		t.Errorf("the poll in flight during the stop = %v, %v; want no events and no error", a.resp, a.err)
+	}
+	if err := waitFor(t, served, "ServeEndpoint's return"); err != nil {
+		t.Errorf("ServeEndpoint = %v", err)
+	}
+}
