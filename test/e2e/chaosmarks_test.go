@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,6 +120,36 @@ func (f *foreignMarks) kept() check {
 			if v := lostMark(m); v != "" {
 				return v
 			}
+		}
+		return ""
+	}
+}
+
+// budgetKeptVoluntarily is the PodDisruptionBudget's invariant under
+// faults that take Nodes away involuntarily: at least min pods of the
+// workload are available or lost involuntarily — on a Node that is not
+// Ready (a killed VM, or every kubelet's Lease lapsing while
+// kube-apiserver is down) or gone. Such a loss lowers what the budget
+// grants, and the API server's eviction API then refuses Millwright's
+// drains; what the invariant catches is a pod Millwright took away beyond
+// the budget (docs/reliability.md).
+func budgetKeptVoluntarily(min int) check {
+	return func(r *recorder) string {
+		n, lost := 0, 0
+		for _, p := range r.podsLocked() {
+			if p.Labels["app"] != "work" {
+				continue
+			}
+			switch node, ok := r.objs[kindNode][p.Spec.NodeName].(*corev1.Node); {
+			case podAvailable(p):
+				n++
+			case p.Spec.NodeName != "" && (!ok || !nodeReady(node)):
+				n++
+				lost++
+			}
+		}
+		if n < min {
+			return fmt.Sprintf("only %d pods of the workload available or lost involuntarily (%d on a Node not Ready or gone), the budget keeps %d", n, lost, min)
 		}
 		return ""
 	}
