@@ -227,7 +227,9 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	if err := s.converges(int(run.replicas), run.class, bound); err != nil {
 		t.Errorf("no convergence within %s after the last fault: %v\n%s", bound, err, s.describeMachines())
 	} else if s.vm == nil {
-		s.waitWorkload(4, chaosConvergence)
+		if _, err := s.workloadAvailable(4, chaosConvergence); err != nil {
+			t.Errorf("the workload's 4 pods not available within %s after the fleet converged: %v", chaosConvergence, err)
+		}
 	}
 	converged := time.Since(lastFault)
 	twice := vms.stop()

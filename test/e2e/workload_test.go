@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -51,24 +52,41 @@ func (s *scenario) createWorkload(replicas, minAvailable int32) {
 // available and up to date, and returns its pods.
 func (s *scenario) waitWorkload(replicas int32, bound time.Duration) []corev1.Pod {
 	s.t.Helper()
+	pods, err := s.workloadAvailable(replicas, bound)
+	if err != nil {
+		s.t.Fatalf("%s: no %d available pods of the workload within %s (last: %v)", s.ns, replicas, bound, err)
+	}
+	return pods
+}
+
+// workloadAvailable is waitWorkload that says why not instead of failing
+// the test.
+func (s *scenario) workloadAvailable(replicas int32, bound time.Duration) ([]corev1.Pod, error) {
 	var pods []corev1.Pod
-	s.eventually(bound, fmt.Sprintf("%d available pods of the workload", replicas), func() (bool, error) {
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, bound, true, func(context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: "work"}, d); err != nil {
-			return false, err
+			last = err
+			return false, nil
 		}
 		st := d.Status
 		if st.ObservedGeneration != d.Generation || st.AvailableReplicas != replicas || st.UpdatedReplicas != replicas || st.Replicas != replicas {
-			return false, fmt.Errorf("deployment status %+v", st)
+			last = fmt.Errorf("deployment status %+v", st)
+			return false, nil
 		}
 		list := &corev1.PodList{}
 		if err := k8s.List(context.Background(), list, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
-			return false, err
+			last = err
+			return false, nil
 		}
-		pods = list.Items
-		return len(pods) == int(replicas), fmt.Errorf("%d pods", len(pods))
+		pods, last = list.Items, fmt.Errorf("%d pods", len(list.Items))
+		return len(pods) == int(replicas), nil
 	})
-	return pods
+	if err != nil {
+		return nil, last
+	}
+	return pods, nil
 }
 
 // podAvailable reports whether a pod counts for its disruption budget:
