@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,31 +124,45 @@ func (f *foreignMarks) kept() check {
 	}
 }
 
-// budgetKeptVoluntarily is the PodDisruptionBudget's invariant under
-// faults that take Nodes away involuntarily: at least min pods of the
-// workload are available or lost involuntarily — on a Node that is not
-// Ready (a killed VM, or every kubelet's Lease lapsing while
-// kube-apiserver is down) or gone. Such a loss lowers what the budget
-// grants, and the API server's eviction API then refuses Millwright's
-// drains; what the invariant catches is a pod Millwright took away beyond
-// the budget (docs/reliability.md).
-func budgetKeptVoluntarily(min int) check {
+// outageBudget is the PodDisruptionBudget's invariant under a chaos run:
+// at least min pods of the workload are available, except from a
+// kube-apiserver kill until every pod is available again. An outage of
+// a few seconds lets the kubelets' Leases lapse: kube-controller-manager
+// marks every Node NotReady and every pod not Ready, and the pods are
+// Ready again only some seconds after their Nodes. That loss is
+// involuntary; it lowers what the budget grants, and the API server's
+// eviction API then refuses Millwright's drains (docs/reliability.md).
+type outageBudget struct {
+	min, replicas int
+	mu            sync.Mutex
+	outage        bool
+	suspended     int // checks skipped in outages
+}
+
+// apiServerKilled starts an outage window.
+func (b *outageBudget) apiServerKilled() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.outage = true
+}
+
+func (b *outageBudget) check() check {
 	return func(r *recorder) string {
-		n, lost := 0, 0
+		n := 0
 		for _, p := range r.podsLocked() {
-			if p.Labels["app"] != "work" {
-				continue
-			}
-			switch node, ok := r.objs[kindNode][p.Spec.NodeName].(*corev1.Node); {
-			case podAvailable(p):
+			if p.Labels["app"] == "work" && podAvailable(p) {
 				n++
-			case p.Spec.NodeName != "" && (!ok || !nodeReady(node)):
-				n++
-				lost++
 			}
 		}
-		if n < min {
-			return fmt.Sprintf("only %d pods of the workload available or lost involuntarily (%d on a Node not Ready or gone), the budget keeps %d", n, lost, min)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.outage {
+			b.outage = n < b.replicas
+			b.suspended++
+			return ""
+		}
+		if n < b.min {
+			return fmt.Sprintf("only %d pods of the workload available, the budget keeps %d", n, b.min)
 		}
 		return ""
 	}

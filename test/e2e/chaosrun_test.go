@@ -78,6 +78,8 @@ type chaosRun struct {
 	steps    map[chaosStep]int
 	replicas int32
 	class    string
+	// budget is the workload's PodDisruptionBudget check (nil on vm).
+	budget *outageBudget
 	// marks are what another controller wrote on Machines.
 	marks *foreignMarks
 	// minFleet and maxFleet bound the replicas a scale step picks.
@@ -190,7 +192,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	rec := s.record()
 	if s.vm == nil {
 		s.createWorkload(4, 3)
-		rec.addCheck(budgetKeptVoluntarily(3))
+		run.budget = &outageBudget{min: 3, replicas: 4}
+		rec.addCheck(run.budget.check())
 	}
 	s.create(&v1alpha1.MachineDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: s.ns},
@@ -249,8 +252,14 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	rec.mu.Lock()
 	checks, violations, disrupted := rec.checksRun, len(rec.violations), voluntary.max
 	rec.mu.Unlock()
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d; converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, vms.polls, violations, len(twice), disrupted, run.marks.count(), converged.Seconds())
+	skipped := 0
+	if run.budget != nil {
+		run.budget.mu.Lock()
+		skipped = run.budget.suspended
+		run.budget.mu.Unlock()
+	}
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, skipped, vms.polls, violations, len(twice), disrupted, run.marks.count(), converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -377,6 +386,9 @@ func (r *chaosRun) fault() {
 	case faultKillAPIServer:
 		down := time.Duration(1000+r.rng.IntN(2000)) * time.Millisecond
 		r.note("SIGKILL kube-apiserver, start it again after %s", down)
+		if r.budget != nil {
+			r.budget.apiServerKilled()
+		}
 		pid, ok := cluster.PIDs()[localcluster.APIServer]
 		if !ok {
 			t.Fatal("chaos: kube-apiserver is not running")
