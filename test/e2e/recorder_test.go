@@ -40,8 +40,10 @@ type recorder struct {
 	machineDeletions []*v1alpha1.Machine
 	checks           []check
 	violations       []string
-	// checksRun counts the invariant checks made.
+	// checksRun counts the invariant checks made; reported, the
+	// violations each check (by its index in checks) reported.
 	checksRun int
+	reported  map[int]int
 }
 
 // check returns a description of what is wrong with the current state, or
@@ -203,12 +205,21 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 		// (Nodes but no Machines yet) would report what never was.
 		return
 	}
-	for _, c := range r.checks {
+	for i, c := range r.checks {
 		if c == nil {
 			continue // removed
 		}
 		r.checksRun++
-		if v := c(r); v != "" && len(r.violations) < 50 {
+		v := c(r)
+		if v == "" {
+			continue
+		}
+		// Each check keeps its first 20 reports: a noisy one must not
+		// hide another's.
+		if r.reported == nil {
+			r.reported = map[int]int{}
+		}
+		if r.reported[i]++; r.reported[i] <= 20 {
 			r.violations = append(r.violations, fmt.Sprintf("%s (after %s %s %s rv %d)", v, typ, kind, name, rv))
 		}
 	}
