@@ -20,6 +20,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/internal/provider/tokenbootstrap"
 )
 
@@ -30,12 +31,13 @@ import (
 // filters by spec.nodeName itself: no pod index (drain.PodNodeNameIndex)
 // is registered, because indexing would make the cache watch every pod of
 // the target cluster.
-func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, targetAPI client.Client, ds *drivers, o *Options, views *ownerindex.Views) error {
+func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, targetAPI client.Client, ds *drivers, o *Options, views *ownerindex.Views, fence *leaderfence.Lock) error {
 	sc, err := newSafety(mgr, target, ds, o)
 	if err != nil {
 		return err
 	}
 	sc.Views = views
+	sc.Fence = fence
 	// The creates and deletes per class: bounded by the machine
 	// controller, published by the class controller.
 	limits := classlimit.New()
@@ -50,6 +52,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 		Recorder:  mgr.GetEventRecorder("machine-controller"),
 		Gate:      sc.Gate(),
 		Limits:    limits,
+		Fence:     fence,
 
 		OnOrphansSuspected: sc.OrphansSuspected,
 	}

@@ -13,16 +13,14 @@ import (
 	"github.com/millwright-dev/millwright/internal/cli"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/ctrlconfig"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 )
 
 // managerOptions maps the flags onto controller-runtime's options; the
-// cache hands its informers to views.
-func (o *Options) managerOptions(scheme *runtime.Scheme, views *ownerindex.Views) ctrl.Options {
+// cache hands its informers to views. lock, when leader election is on,
+// is the Lease lock (see leaderLock).
+func (o *Options) managerOptions(scheme *runtime.Scheme, views *ownerindex.Views, lock *leaderfence.Lock) ctrl.Options {
 	le := o.LeaderElection
-	leNamespace := le.Namespace
-	if leNamespace == "" {
-		leNamespace = o.Namespace // else controller-runtime uses the pod's namespace
-	}
 	opts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -31,13 +29,16 @@ func (o *Options) managerOptions(scheme *runtime.Scheme, views *ownerindex.Views
 		GracefulShutdownTimeout:       &o.GracefulShutdownTimeout,
 		LeaderElection:                le.Enabled,
 		LeaderElectionResourceLock:    resourcelock.LeasesResourceLock,
-		LeaderElectionNamespace:       leNamespace,
+		LeaderElectionNamespace:       o.leaseNamespace(),
 		LeaderElectionID:              le.ID,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 &le.LeaseDuration,
 		RenewDeadline:                 &le.RenewDeadline,
 		RetryPeriod:                   &le.RetryPeriod,
 		Controller:                    ctrlconfig.Controller(),
+	}
+	if lock != nil {
+		opts.LeaderElectionResourceLockInterface = lock
 	}
 	// No controller reads managedFields, nor most of a Node's status:
 	// dropping them from the cache saves a good part of its memory.

@@ -11,7 +11,7 @@ import (
 // queue can deadlock a stopping controller (see internal/ctrlconfig), which
 // the test harness saw as a manager not stopping within its grace period.
 func TestManagerAvoidsThePriorityQueue(t *testing.T) {
-	opts := NewOptions().managerOptions(runtime.NewScheme(), &ownerindex.Views{})
+	opts := NewOptions().managerOptions(runtime.NewScheme(), &ownerindex.Views{}, nil)
 	if q := opts.Controller.UsePriorityQueue; q == nil || *q {
 		t.Fatalf("the manager's controllers use controller-runtime's priority queue (UsePriorityQueue %v); it can deadlock on shutdown", q)
 	}

@@ -56,7 +56,11 @@ func Run(ctx context.Context, o *Options) error {
 	defer ds.Close()
 
 	views := &ownerindex.Views{}
-	mgr, err := ctrl.NewManager(controlCfg, o.managerOptions(scheme, views))
+	fence, err := o.leaderLock(ctx, controlCfg)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(controlCfg, o.managerOptions(scheme, views, fence))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -77,7 +81,7 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 	}
-	if err := setupControllers(ctx, mgr, target, targetAPI, ds, o, views); err != nil {
+	if err := setupControllers(ctx, mgr, target, targetAPI, ds, o, views, fence); err != nil {
 		return err
 	}
 	if err := o.addProbes(mgr, target, ds); err != nil {

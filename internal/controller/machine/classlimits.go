@@ -1,15 +1,18 @@
 package machine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 )
 
 // classQueueRequeue is a backstop for a Machine queued for a slot of its
@@ -106,4 +109,20 @@ func (r *Reconciler) leaveQueues(machine types.NamespacedName, asked [2]bool) {
 			r.Limits.Leave(op, machine)
 		}
 	}
+}
+
+// notLeadingRequeue is how soon a Machine whose create or delete the
+// leader fence held back is tried again: by then this replica has renewed
+// its Lease, or lost it and stopped.
+const notLeadingRequeue = time.Second
+
+// leading asks the fence (Reconciler.Fence) right before a driver call
+// that starts a create or a delete: the class limits are counted in this
+// replica's memory, and only the leader's count is the class's.
+func (r *Reconciler) leading(ctx context.Context, s *scope, call string) bool {
+	if !leaderfence.Lost(r.Fence) {
+		return true
+	}
+	log.FromContext(ctx).Info("not starting the VM's "+call+": this replica's Lease was not renewed within its renew deadline", "machine", s.machine.Name)
+	return false
 }

@@ -182,6 +182,10 @@ func (d *driverInfra) create(ctx context.Context, s *scope, secret *corev1.Secre
 			return reconcile.Result{}, err
 		}
 	}
+	if !d.r.leading(ctx, s, "create") {
+		release()
+		return reconcile.Result{RequeueAfter: notLeadingRequeue}, nil
+	}
 	if s.machine.Spec.ProviderID == "" {
 		s.statusWithCreate = !queued
 	}
@@ -297,6 +301,9 @@ func (d *driverInfra) delete(ctx context.Context, s *scope) (bool, reconcile.Res
 	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
 	if err != nil {
 		return false, reconcile.Result{}, err
+	}
+	if !d.r.leading(ctx, s, "delete") {
+		return false, reconcile.Result{RequeueAfter: notLeadingRequeue}, nil
 	}
 	var resp *driver.DeleteMachineResponse
 	err = d.call(ctx, driver.MethodDeleteMachine, func(ctx context.Context) (err error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
 	"github.com/millwright-dev/millwright/pkg/driver"
@@ -60,6 +61,11 @@ type Reconciler struct {
 	// counts them for the class controller; nil: SetupWithManager makes
 	// one of its own.
 	Limits *classlimit.Limiter
+	// Fence, with leader election, tells whether this replica still holds
+	// its Lease: no VM create or delete starts otherwise (a replica paused
+	// past its Lease resumes in the middle of reconciles, while the new
+	// leader counts the class limits afresh). Nil: the only replica.
+	Fence leaderfence.Fence
 	// OnOrphansSuspected, when set, is told the MachineClass of a Machine
 	// several VMs claim (GetMachineStatus OutOfRange), so that the orphan
 	// collection runs soon instead of at its next period.

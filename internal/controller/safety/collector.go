@@ -21,6 +21,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/classsecret"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/driverpolicy"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -44,6 +45,9 @@ type OrphanCollector struct {
 	Recorder events.EventRecorder
 	// Config holds the periods and backoffs.
 	Config Config
+	// Fence, with leader election, tells whether this replica still holds
+	// its Lease (leaderfence); nil: always.
+	Fence leaderfence.Fence
 
 	once    sync.Once
 	trigger chan struct{}
@@ -250,6 +254,13 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 	target := &v1alpha1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Name: o.MachineName, Namespace: class.Namespace},
 		Spec:       v1alpha1.MachineSpec{ProviderID: o.ProviderID},
+	}
+	// A replica paused past its Lease judged from a view the new leader
+	// may have changed since (a VM it just created): the new leader's
+	// next pass decides.
+	if leaderfence.Lost(c.Fence) {
+		lg.Info("not deleting a suspected orphan VM: this replica's Lease was not renewed within its renew deadline", "providerID", o.ProviderID)
+		return driverpolicy.Retry, false
 	}
 	err = c.call(ctx, func(ctx context.Context) error {
 		_, err := drv.DeleteMachine(ctx, &driver.DeleteMachineRequest{Machine: target, MachineClass: class, Secret: secret})

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
@@ -27,6 +28,10 @@ type Controller struct {
 	// collection matches as the cache's own objects (ownerindex.Views).
 	// Nil reads them with a List.
 	Views *ownerindex.Views
+	// Fence, with leader election, tells whether this replica still holds
+	// its Lease; the orphan collection deletes no VM otherwise. Nil: the
+	// only replica.
+	Fence leaderfence.Fence
 
 	freeze  Freeze
 	orphans OrphanCollector
@@ -57,6 +62,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	c.orphans.Drivers = c.Drivers
 	c.orphans.Recorder = rec
 	c.orphans.Config = c.Config
+	c.orphans.Fence = c.Fence
 	if err := mgr.Add(&c.orphans); err != nil {
 		return err
 	}
