@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools runtime-tools vm-tools cloud-image generate build image lint test e2e e2e-cloud-image bench bench-vm bench-aws chaos help demo
+.PHONY: all tools runtime-tools vm-tools cloud-image kubelet-image generate build image lint test e2e e2e-cloud-image bench bench-vm bench-aws chaos help demo
 
 all: build
 
@@ -42,6 +42,13 @@ vm-tools: ## Install QEMU and libvirt when missing, and build the VMs' kernel an
 # debootstrap as root (docs/providers/libvirt.md, "Booting a cloud image").
 cloud-image: ## As root: build a Debian cloud image (systemd, cloud-init, the node agent as a service) into bin/cloudimage/ (cached).
 	@bash hack/tools/cloudimage.sh
+
+# Its sibling with the real kubelet (compiled from the pinned Kubernetes
+# module, minutes), containerd (compiled from its pinned module), Debian's
+# runc and CNI plugins, and local pause and workload images
+# (docs/providers/node-images.md). Not in tools, test or e2e either.
+kubelet-image: ## As root: build the kubelet node image (the cloud image with the kubelet, containerd, a bridge CNI network and local images) into bin/kubeletimage/ (cached).
+	@bash hack/tools/cloudimage.sh kubelet
 
 # The generators hack/generate.sh runs; build.sh rebuilds one only when its
 # pin changed, so this costs nothing once they are built.

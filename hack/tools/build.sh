@@ -59,6 +59,12 @@ build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kube_version" "$kube
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$kube_version" "$kube_ldflags"
 build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$kube_version" "$kube_ldflags"
 build kubectl k8s.io/kubernetes/cmd/kubectl "$kube_version" "$kube_ldflags"
+# The kubelet of the kubelet node image (`make kubelet-image`,
+# cloudimage.sh kubelet): built only when named, so that `make tools` and
+# CI never compile it.
+if [[ " ${wanted[*]} " == *" kubelet "* ]]; then
+  build kubelet k8s.io/kubernetes/cmd/kubelet "$kube_version" "$kube_ldflags"
+fi
 MODULE="$here/proto" build buf github.com/bufbuild/buf/cmd/buf "$(protover github.com/bufbuild/buf)"
 MODULE="$here/proto" build protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$(protover google.golang.org/protobuf)"
 MODULE="$here/proto" build protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$(protover google.golang.org/grpc/cmd/protoc-gen-go-grpc)"
