@@ -28,6 +28,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/machinehealthcheck"
 	"github.com/millwright-dev/millwright/internal/controller/safety"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/leaderfence"
 )
 
 func main() {
@@ -64,6 +65,7 @@ func write(path string) error {
 	collectors = append(collectors, machinedisruptionbudget.Collectors()...)
 	collectors = append(collectors, disruption.Collectors()...)
 	collectors = append(collectors, safety.Collectors()...)
+	collectors = append(collectors, leaderfence.Collectors()...)
 	var ms []metric
 	for _, c := range collectors {
 		got, err := describe(c)

@@ -24,9 +24,17 @@ type Fence interface {
 	Holds() bool
 }
 
-// Lost reports whether f says this replica no longer holds its Lease. A
-// nil Fence never loses: without leader election the only replica acts.
-func Lost(f Fence) bool { return f != nil && !f.Holds() }
+// Lost reports whether f says this replica no longer holds its Lease,
+// before the driver call named call (create, delete, orphan-delete),
+// and counts the calls it held back. A nil Fence never loses: without
+// leader election the only replica acts.
+func Lost(f Fence, call string) bool {
+	if f == nil || f.Holds() {
+		return false
+	}
+	refusals.WithLabelValues(call).Inc()
+	return true
+}
 
 // Lock is a resourcelock.Interface that remembers when this replica last
 // wrote the Lease as its holder. Leader election renews through Update

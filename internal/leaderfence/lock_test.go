@@ -70,11 +70,11 @@ func TestHoldsOnlyWithinTheWindowOfTheLastRenewal(t *testing.T) {
 }
 
 func TestNoFenceNeverLoses(t *testing.T) {
-	if Lost(nil) {
+	if Lost(nil, "create") {
 		t.Fatal("without leader election the only replica must act")
 	}
 	var l *Lock
-	if Lost(l) {
+	if Lost(l, "create") {
 		t.Fatal("a nil Lock (no leader election) must not lose")
 	}
 }

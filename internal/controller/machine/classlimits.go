@@ -120,7 +120,7 @@ const notLeadingRequeue = time.Second
 // that starts a create or a delete: the class limits are counted in this
 // replica's memory, and only the leader's count is the class's.
 func (r *Reconciler) leading(ctx context.Context, s *scope, call string) bool {
-	if !leaderfence.Lost(r.Fence) {
+	if !leaderfence.Lost(r.Fence, call) {
 		return true
 	}
 	log.FromContext(ctx).Info("not starting the VM's "+call+": this replica's Lease was not renewed within its renew deadline", "machine", s.machine.Name)

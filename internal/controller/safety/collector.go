@@ -258,7 +258,7 @@ func (c *OrphanCollector) collect(ctx context.Context, lg logr.Logger, class *v1
 	// A replica paused past its Lease judged from a view the new leader
 	// may have changed since (a VM it just created): the new leader's
 	// next pass decides.
-	if leaderfence.Lost(c.Fence) {
+	if leaderfence.Lost(c.Fence, "orphan-delete") {
 		lg.Info("not deleting a suspected orphan VM: this replica's Lease was not renewed within its renew deadline", "providerID", o.ProviderID)
 		return driverpolicy.Retry, false
 	}
