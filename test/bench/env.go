@@ -66,8 +66,9 @@ func newScheme() *runtime.Scheme {
 
 // startCluster starts the control plane, with kwok's Leases and
 // kube-controller-manager's grace period as hb says, and installs the CRDs.
-func startCluster(ctx context.Context, root, dir string, hb localcluster.NodeHeartbeats, qps float32, burst int) (*env, error) {
-	e := &env{root: root, bin: filepath.Join(root, "bin"), scheme: newScheme(), qps: qps, burst: burst}
+// Every binary it starts, then and later, is in bin.
+func startCluster(ctx context.Context, root, bin, dir string, hb localcluster.NodeHeartbeats, qps float32, burst int) (*env, error) {
+	e := &env{root: root, bin: bin, scheme: newScheme(), qps: qps, burst: burst}
 	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: e.bin, Dir: dir, Logf: logf, NodeHeartbeats: hb})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -60,6 +61,7 @@ func main() {
 	policy := flag.String("replacement-policy", policyComplete, "the MachineDeployment's spec.strategy.rollingUpdate.replacementPolicy ("+policyComplete+" or "+policyStarted+"), for every scenario but rolling-update-started")
 	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
 	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
+	bin := flag.String("bin", "", "directory of every binary the run starts (kube-apiserver and the rest, millwright-sim, millwright-manager; default: the repository's bin/), e.g. to compare two builds of the manager")
 	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
@@ -90,7 +92,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, bin: *bin})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -135,6 +137,8 @@ type config struct {
 	// timeline is the CSV file to write Machines per MachineSet over
 	// time to; empty: none.
 	timeline string
+	// bin is the directory of the binaries; empty: the repository's bin/.
+	bin string
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -156,7 +160,11 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 		hb = localcluster.NodeHeartbeats{}
 	}
 	logf("node heartbeats for %d Nodes: %s (%.0f Lease PUTs/s)", cfg.n, describeHeartbeats(hb), hb.LeasePUTsPerSecond(cfg.n))
-	e, err := startCluster(ctx, root, dir, hb, cfg.qps, cfg.burst)
+	bin := cfg.bin
+	if bin == "" {
+		bin = filepath.Join(root, "bin")
+	}
+	e, err := startCluster(ctx, root, bin, dir, hb, cfg.qps, cfg.burst)
 	if e != nil {
 		e.managerArgs = cfg.managerArgs
 	}

@@ -17,17 +17,27 @@ import (
 // watch) only reads.
 var writeMethods = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
 
+// readMethod is the HTTP method of every read: a get, a list and the
+// start of a watch (client-go counts a watch when its response begins).
+const readMethod = "GET"
+
 // counters are the manager's cumulative figures at one moment.
 type counters struct {
 	at          time.Time
 	writes      map[string]float64 // rest_client_requests_total by write method
 	conflicts   map[string]float64 // the same, answered 409 Conflict
+	reads       float64            // rest_client_requests_total, method GET
 	driverCalls float64            // millwright_driver_call_duration_seconds_count, all labels
 	cpuSeconds  float64            // /proc/<pid>/stat utime+stime
 	// apiWrites are the API server's write requests from all clients, by
 	// "resource[/subresource] VERB": not the manager's alone, but the only
 	// per-resource view there is.
 	apiWrites map[string]float64
+	// apiReads are the API server's read requests from all clients, by
+	// "resource[/subresource] VERB" with VERB GET, LIST or WATCH; a
+	// WATCH's figure counts the watches started so far (see
+	// apiServerRequests).
+	apiReads map[string]float64
 }
 
 func (c counters) totalWrites() float64 {
@@ -132,46 +142,83 @@ func (e *env) readCounters(ctx context.Context) (counters, error) {
 	pid := e.managerPID()
 	c := counters{at: time.Now(), writes: map[string]float64{}, conflicts: map[string]float64{}}
 	for _, l := range s {
-		if l.name == "rest_client_requests_total" && writeMethods[l.labels["method"]] {
-			c.writes[l.labels["method"]] += l.value
+		if l.name != "rest_client_requests_total" {
+			continue
+		}
+		if method := l.labels["method"]; writeMethods[method] {
+			c.writes[method] += l.value
 			if l.labels["code"] == "409" {
-				c.conflicts[l.labels["method"]] += l.value
+				c.conflicts[method] += l.value
 			}
+		} else if method == readMethod {
+			c.reads += l.value
 		}
 	}
 	c.driverCalls = s.sum("millwright_driver_call_duration_seconds_count", nil)
 	if c.cpuSeconds, err = procCPUSeconds(pid); err != nil {
 		return c, err
 	}
-	c.apiWrites, err = e.apiServerWrites(ctx)
+	c.apiWrites, c.apiReads, err = e.apiServerRequests(ctx)
 	return c, err
 }
 
-// apiServerWrites reads apiserver_request_total's writes by resource, and
-// under "resource[/subresource] VERB 409" those answered Conflict (see
-// conflictSuffix).
+// apiServerWrites reads the API server's writes by resource (see
+// parseAPIServerRequests).
 func (e *env) apiServerWrites(ctx context.Context) (map[string]float64, error) {
+	w, _, err := e.apiServerRequests(ctx)
+	return w, err
+}
+
+// apiServerRequests reads the API server's writes and reads by resource
+// (see parseAPIServerRequests).
+func (e *env) apiServerRequests(ctx context.Context) (writes, reads map[string]float64, err error) {
 	data, err := e.clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+		return nil, nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	w := map[string]float64{}
-	for _, line := range strings.Split(string(data), "\n") {
+	writes, reads = parseAPIServerRequests(string(data))
+	return writes, reads, nil
+}
+
+// parseAPIServerRequests reads, from the API server's metrics text, its
+// requests by "resource[/subresource] VERB": the writes, with under
+// "… VERB 409" those answered Conflict (see conflictSuffix), and the
+// reads of resources (GET, LIST, WATCH).
+//
+// apiserver_request_total counts a request when it ends, so a watch only
+// when it closes; the watches still open are in the gauge
+// apiserver_longrunning_requests. Their sum is every watch started since
+// the API server did, so its difference over a scenario is the watches
+// started in it.
+func parseAPIServerRequests(metrics string) (writes, reads map[string]float64) {
+	writes, reads = map[string]float64{}, map[string]float64{}
+	for _, line := range strings.Split(metrics, "\n") {
 		l, ok := parseLine(line)
-		if !ok || l.name != "apiserver_request_total" || !apiWriteVerbs[l.labels["verb"]] {
+		if !ok {
 			continue
 		}
+		verb := l.labels["verb"]
 		key := l.labels["resource"]
 		if sub := l.labels["subresource"]; sub != "" {
 			key += "/" + sub
 		}
-		w[key+" "+l.labels["verb"]] += l.value
-		if l.labels["code"] == "409" {
-			w[key+" "+l.labels["verb"]+conflictSuffix] += l.value
+		switch {
+		case l.name == "apiserver_request_total" && apiWriteVerbs[verb]:
+			writes[key+" "+verb] += l.value
+			if l.labels["code"] == "409" {
+				writes[key+" "+verb+conflictSuffix] += l.value
+			}
+		case l.labels["resource"] == "": // /metrics, /healthz, …: not an object read
+		case l.name == "apiserver_request_total" && apiReadVerbs[verb],
+			l.name == "apiserver_longrunning_requests" && verb == "WATCH":
+			reads[key+" "+verb] += l.value
 		}
 	}
-	return w, nil
+	return writes, reads
 }
+
+// apiReadVerbs are the API server's verbs that read objects.
+var apiReadVerbs = map[string]bool{"GET": true, "LIST": true, "WATCH": true}
 
 // conflictSuffix marks, in apiServerWrites' keys, the writes the API
 // server refused with a Conflict (a resourceVersion precondition lost):

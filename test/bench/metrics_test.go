@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 func TestParseLine(t *testing.T) {
 	for _, tc := range []struct {
@@ -32,5 +35,29 @@ func TestSumFiltersLabels(t *testing.T) {
 	got := s.sum("rest_client_requests_total", func(l map[string]string) bool { return writeMethods[l["method"]] })
 	if got != 7 {
 		t.Errorf("writes = %g, want 7 (GETs are reads)", got)
+	}
+}
+
+func TestParseAPIServerRequests(t *testing.T) {
+	metrics := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests.
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="GET",version="v1"} 7
+apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="nodes",scope="resource",subresource="",verb="GET",version="v1"} 2
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="LIST",version="v1"} 3
+apiserver_request_total{code="0",component="apiserver",dry_run="",group="",resource="pods",scope="cluster",subresource="",verb="WATCH",version="v1"} 4
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="cluster",subresource="",verb="WATCH",version="v1"} 5
+apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="namespace",subresource="exec",verb="CONNECT",version="v1"} 9
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 11
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="millwright.dev",resource="machines",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 6
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="millwright.dev",resource="machines",scope="resource",subresource="status",verb="PATCH",version="v1alpha1"} 1
+`
+	writes, reads := parseAPIServerRequests(metrics)
+	wantWrites := map[string]float64{"machines/status PATCH": 7, "machines/status PATCH" + conflictSuffix: 1}
+	// A watch is counted when it ends; the open ones come from the gauge.
+	wantReads := map[string]float64{"nodes GET": 9, "pods LIST": 3, "pods WATCH": 9}
+	if !maps.Equal(writes, wantWrites) {
+		t.Errorf("writes = %v, want %v", writes, wantWrites)
+	}
+	if !maps.Equal(reads, wantReads) {
+		t.Errorf("reads = %v, want %v", reads, wantReads)
 	}
 }

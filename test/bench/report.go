@@ -13,12 +13,15 @@ import (
 // first keys are always present (null when they do not apply); the others
 // only where they do.
 type result struct {
-	Scenario              string   `json:"scenario"`
-	Machines              int      `json:"machines"`
-	Seconds               float64  `json:"seconds"`
-	FloorSeconds          *float64 `json:"floor_seconds"`
-	RatioToFloor          *float64 `json:"ratio_to_floor"`
-	WritesPerMachine      *float64 `json:"writes_per_machine"`
+	Scenario         string   `json:"scenario"`
+	Machines         int      `json:"machines"`
+	Seconds          float64  `json:"seconds"`
+	FloorSeconds     *float64 `json:"floor_seconds"`
+	RatioToFloor     *float64 `json:"ratio_to_floor"`
+	WritesPerMachine *float64 `json:"writes_per_machine"`
+	// ReadsPerMachine are the manager's read requests (get, list, watch
+	// start: client-go's GETs) over the scenario / N.
+	ReadsPerMachine       *float64 `json:"reads_per_machine"`
 	DriverCallsPerMachine *float64 `json:"driver_calls_per_machine"`
 	ManagerPeakHeap       *float64 `json:"manager_peak_heap_mib"`
 	ManagerLiveHeap       *float64 `json:"manager_peak_live_heap_mib"`
@@ -43,6 +46,12 @@ type result struct {
 	// APIServerConflicts are those of APIServerWrites the API server
 	// answered 409 Conflict: refused, and so written again.
 	APIServerConflicts map[string]float64 `json:"apiserver_conflicts,omitempty"`
+	// APIServerReads are the API server's reads over the scenario from all
+	// clients, by "resource[/subresource] VERB" (GET, LIST, and WATCH for
+	// the watches started), and APIServerReadsPerMachine their sums by
+	// verb / N.
+	APIServerReads           map[string]float64 `json:"apiserver_reads,omitempty"`
+	APIServerReadsPerMachine map[string]float64 `json:"apiserver_reads_per_machine,omitempty"`
 	// QPS and Burst are the client limits of the manager, the sim and the floor.
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
@@ -84,7 +93,7 @@ func writeJSON(w io.Writer, results []*result) error {
 
 func writeTable(w io.Writer, results []*result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tpolicy\tmachines\tseconds\tfloor s\t×floor\tideal s\t×ideal\twrites/machine\tdriver calls/machine\tpeak heap MiB\tlive heap MiB\tpeak RSS MiB\tCPU s\tmax Machines\tmax not deleting\tlimit\tReady flaps\t")
+	fmt.Fprintln(tw, "scenario\tpolicy\tmachines\tseconds\tfloor s\t×floor\tideal s\t×ideal\twrites/machine\treads/machine\tAPI GET/LIST/WATCH per machine\tdriver calls/machine\tpeak heap MiB\tlive heap MiB\tpeak RSS MiB\tCPU s\tmax Machines\tmax not deleting\tlimit\tReady flaps\t")
 	for _, r := range results {
 		all, notDeleting, limit := "-", "-", "-"
 		if r.LargestFleet != nil {
@@ -100,9 +109,9 @@ func writeTable(w io.Writer, results []*result) error {
 		if policy == "" {
 			policy = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, policy, r.Machines, r.Seconds,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, policy, r.Machines, r.Seconds,
 			opt(r.FloorSeconds), opt(r.RatioToFloor), opt(r.IdealSeconds), opt(r.RatioToIdeal),
-			opt(r.WritesPerMachine), opt(r.DriverCallsPerMachine), opt(r.ManagerPeakHeap), opt(r.ManagerLiveHeap), opt(r.ManagerRSS), opt(r.ManagerCPUSeconds),
+			opt(r.WritesPerMachine), opt(r.ReadsPerMachine), readsByVerb(r.APIServerReadsPerMachine), opt(r.DriverCallsPerMachine), opt(r.ManagerPeakHeap), opt(r.ManagerLiveHeap), opt(r.ManagerRSS), opt(r.ManagerCPUSeconds),
 			all, notDeleting, limit, flaps)
 	}
 	if err := tw.Flush(); err != nil {
@@ -141,6 +150,15 @@ func writeRatios(w io.Writer, results []*result) error {
 	}
 	_, err := fmt.Fprintf(w, "\nratios (same run):\n  %s\n", strings.Join(lines, "\n  "))
 	return err
+}
+
+// readsByVerb shows the API server's reads per machine as GET/LIST/WATCH.
+func readsByVerb(perMachine map[string]float64) string {
+	if perMachine == nil {
+		return "-"
+	}
+	f := func(verb string) string { return strconv.FormatFloat(perMachine[verb], 'f', -1, 64) }
+	return f("GET") + "/" + f("LIST") + "/" + f("WATCH")
 }
 
 func opt(v *float64) string {

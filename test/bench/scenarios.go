@@ -75,6 +75,14 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 			}
 		}
 	}
+	r.APIServerReads = map[string]float64{}
+	reads := map[string]float64{}
+	for k, v := range end.apiReads {
+		if d := v - m.start.apiReads[k]; d > 0 {
+			r.APIServerReads[k] = d
+			reads[k[strings.LastIndexByte(k, ' ')+1:]] += d
+		}
+	}
 	if r.Seconds > 0 {
 		r.LeasePUTsPerSecond = num(round(r.APIServerWrites["leases PUT"]/r.Seconds, 1))
 	}
@@ -92,6 +100,11 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 	if n > 0 {
 		r.WritesPerMachine = num(round((end.totalWrites()-m.start.totalWrites())/float64(n), 2))
 		r.DriverCallsPerMachine = num(round((end.driverCalls-m.start.driverCalls)/float64(n), 2))
+		r.ReadsPerMachine = num(round((end.reads-m.start.reads)/float64(n), 2))
+		r.APIServerReadsPerMachine = map[string]float64{}
+		for verb, v := range reads {
+			r.APIServerReadsPerMachine[verb] = round(v/float64(n), 2)
+		}
 	}
 	if violation != nil {
 		r.BoundViolation = violation.Error()
