@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -54,6 +55,8 @@ type Reconciler struct {
 	// copying them (ownerindex.Views): at 5000 Machines each count by List
 	// allocated 3.6 MiB. Nil counts them with a List.
 	Views *ownerindex.Views
+
+	pace statusPace
 }
 
 // users counts what references a class.
@@ -82,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, class); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	now := time.Now()
 	// The status only on the version read: a count from a stale cache
 	// must not overwrite a newer one.
 	h := patch.New(r.Client, class, patch.WithStatusLock())
@@ -103,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Unused: nothing to protect (a Machine made later adds it again).
 		_, err = finalizer.Remove(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
 		if deleting && err == nil {
+			r.pace.forget(class.UID)
 			return reconcile.Result{}, nil // gone, or held by someone else's finalizer
 		}
 	}
@@ -119,13 +124,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Provisioning.SetLimits(client.ObjectKeyFromObject(class), class.Spec.MaxConcurrentCreates, class.Spec.MaxConcurrentDeletes)
 	}
 	r.setStatus(class, u)
+	if wait := r.pace.wait(class.UID, &original.Status, &class.Status, now); wait > 0 && !deleting {
+		// Counts alone changed, within their buckets, less than
+		// countInterval after the last write: the next write takes them
+		// (pace.go). The requeue makes sure one comes.
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	if inUse := meta.FindStatusCondition(class.Status.Conditions, v1alpha1.InUseCondition); deleting && u.any() &&
 		!equality.Semantic.DeepEqual(meta.FindStatusCondition(original.Status.Conditions, v1alpha1.InUseCondition), inUse) {
 		r.event(class, inUse.Message) // once per change of the count, not per reconcile
 	}
+	changed := !equality.Semantic.DeepEqual(original.Status, class.Status)
 	err = h.PatchStatus(ctx, class)
 	if apierrors.IsConflict(err) {
 		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
+	}
+	if err == nil && changed {
+		r.pace.wrote(class.UID, now)
 	}
 	return reconcile.Result{}, client.IgnoreNotFound(err)
 }

@@ -60,7 +60,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.Provisioning != nil {
 		// Counts of creates and deletes change with every call: one
-		// status write per class per provisioningCoalesce at most.
+		// reconcile per class per provisioningCoalesce at most, and one
+		// status write per countInterval while they only move (pace.go).
 		b = b.WatchesRawSource(source.Channel(r.Provisioning.Changed(), handler.Funcs{
 			GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) {
 				q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}, provisioningCoalesce)
