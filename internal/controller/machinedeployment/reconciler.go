@@ -46,6 +46,7 @@ type Reconciler struct {
 	expectations expectations
 	holds        holds
 	statuses     patch.OwnStatus
+	zoneCounts   zoneCountPace
 }
 
 // Reconcile moves one MachineDeployment's rollout one step and records
@@ -57,6 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.expectations.drop(req.String())
 			r.holds.drop(req.String())
 			r.statuses.Forget(req.NamespacedName)
+			r.zoneCounts.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -82,6 +84,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// (its watch event wakes us).
 		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: requeue.ConflictRetry}), err)
 	}
+	read := s.patch.Base().(*v1alpha1.MachineDeployment).Status
+	if wait := r.zoneCounts.wait(req.NamespacedName, &read, &s.md.Status, s.now); wait > 0 {
+		// Only the zones' counts moved, less than zoneCountInterval
+		// after the last write: the next write takes them (pace.go).
+		return requeue.Result(requeue.Soonest(res, reconcile.Result{RequeueAfter: wait}), err)
+	}
+	changed := !equality.Semantic.DeepEqual(read, s.md.Status)
 	if perr := s.patch.PatchStatus(ctx, s.md); perr != nil {
 		if apierrors.IsNotFound(perr) {
 			return reconcile.Result{}, nil
@@ -99,6 +108,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
+	}
+	if changed {
+		r.zoneCounts.wrote(req.NamespacedName, s.now)
 	}
 	s.emitSpreadEvents()
 	return requeue.Result(res, err)
