@@ -51,7 +51,7 @@ func TestSpecValidation(t *testing.T) {
 }
 
 // The user data renders without a CA (a renderer; joinSettings never
-// hands it none) and then passes no --client-ca-file; joinSettings
+// hands it none) and then names no client CA; joinSettings
 // refuses a missing CA and anything but PEM certificates.
 func TestUserDataWithoutCA(t *testing.T) {
 	ud, err := UserData(JoinData{Server: "https://api.example:6443", Token: "abcdef.0123456789abcdef", NodeName: "m-1"})
@@ -59,7 +59,7 @@ func TestUserDataWithoutCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUserData(t, ud, Defaults{APIServer: "https://api.example:6443"}, "abcdef.0123456789abcdef", "m-1")
-	if strings.Contains(string(ud), "--client-ca-file") {
+	if strings.Contains(string(ud), "--client-ca-file") || strings.Contains(string(ud), "clientCAFile") {
 		t.Errorf("user data without a CA refers to one:\n%s", ud)
 	}
 	if strings.Contains(string(ud), VersionPath) {
