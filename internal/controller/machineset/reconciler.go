@@ -349,14 +349,18 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result,
 // them as rebalance Machines (rebalance.go). The creates of one batch run
 // in parallel, as in the Kubernetes ReplicaSet controller: one at a time,
 // a large set would grow only as fast as one request's round trip allows.
-// One Event says what the whole reconcile created (an Event is an API
-// write).
+// The Machines created get no Event: they are objects themselves, each
+// with its set and creation time, and the set's status counts them. An
+// Event is an API write, and a rolling update creates Machines a few at
+// a time, a MachinesCreated Event each time (docs/benchmarks.md, "Fewer
+// writes per replacement"). A create that fails
+// still has its Warning; the log names the Machines created.
 func (r *Reconciler) createMachines(ctx context.Context, s *scope, zones []string, rebalance bool) error {
 	var all []string
 	defer func() {
 		if len(all) > 0 {
 			sort.Strings(all)
-			r.event(s.ms, corev1.EventTypeNormal, "MachinesCreated", fmt.Sprintf("created %d Machine(s): %s", len(all), brief.List(all, 5, ", ")))
+			s.log.Info("created machines", "count", len(all), "machines", brief.List(all, 5, ", "))
 		}
 	}()
 	for batch := 1; len(zones) > 0; batch *= 2 {
