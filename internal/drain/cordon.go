@@ -21,15 +21,23 @@ func Cordon(ctx context.Context, c client.Client, nodeName string) error {
 		}
 		return fmt.Errorf("getting node %s: %w", nodeName, err)
 	}
+	return CordonNode(ctx, c, node)
+}
+
+// CordonNode is Cordon of a Node the caller has read already, from a
+// cache for instance: it reads nothing. A Node read unschedulable is not
+// written. node is not changed.
+func CordonNode(ctx context.Context, c client.Client, node *corev1.Node) error {
 	if node.Spec.Unschedulable {
 		return nil
 	}
 	// A merge patch of the one field, without a resourceVersion: the kubelet
-	// updates the Node all the time and must not make the cordon conflict.
-	patch := client.MergeFrom(node.DeepCopy())
-	node.Spec.Unschedulable = true
-	if err := c.Patch(ctx, node, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cordoning node %s: %w", nodeName, err)
+	// updates the Node all the time and must not make the cordon conflict,
+	// and the field set is the same whatever the Node's version.
+	cordoned := node.DeepCopy()
+	cordoned.Spec.Unschedulable = true
+	if err := c.Patch(ctx, cordoned, client.MergeFrom(node)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cordoning node %s: %w", node.Name, err)
 	}
 	return nil
 }

@@ -56,6 +56,9 @@ type createCall struct {
 	// follows a create takes it too, instead of reading the class's
 	// Secret from the API server again.
 	secret *corev1.Secret
+	// from is the Machine's resourceVersion the call was started from,
+	// as the API server had it (see createsFromCurrent, fromCache).
+	from string
 }
 
 func newCreates(concurrency int) *creates {
@@ -88,7 +91,7 @@ func (c *creates) start(reconcileCtx context.Context, m *v1alpha1.Machine, secre
 	if _, ok := c.calls[m.UID]; ok {
 		return false
 	}
-	cc := &createCall{secret: secret}
+	cc := &createCall{secret: secret, from: m.ResourceVersion}
 	c.calls[m.UID] = cc
 	ctx := log.IntoContext(c.ctx, log.FromContext(reconcileCtx))
 	go func() {
@@ -159,6 +162,17 @@ func (c *creates) result(uid types.UID) (resp *driver.CreateMachineResponse, err
 		return nil, nil, false
 	}
 	return cc.resp, cc.err, true
+}
+
+// startedFrom reports whether the Machine's known create was started
+// from the version resourceVersion: a reconcile that reads that version
+// from the cache after the call ended reads what the create was decided
+// on, and nothing newer the cache has seen.
+func (c *creates) startedFrom(uid types.UID, resourceVersion string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cc, ok := c.calls[uid]
+	return ok && resourceVersion != "" && cc.from == resourceVersion
 }
 
 // secret returns the Secret the Machine's known create was made with, nil
