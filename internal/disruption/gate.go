@@ -56,6 +56,13 @@ type Decision struct {
 	// Allowed: the disruption may start now; it was recorded on every
 	// budget selecting the Machine.
 	Allowed bool
+	// AsUnavailable: allowed without a grant because the Machine, as the
+	// caller read it, is unavailable already. That holds for the version
+	// read only: a Machine Ready again since (a Node back from NotReady, a
+	// new Machine whose Node just joined) needs a grant. The caller
+	// disrupts it on that version (a delete with the resourceVersion as a
+	// precondition) or asks again.
+	AsUnavailable bool
 	// Budgets are the budgets selecting the Machine, by name.
 	Budgets []string
 	// Message says, when not Allowed, which budget holds the Machine back
@@ -91,7 +98,7 @@ func (g *Gate) Request(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.D
 	}
 	d := Decision{Budgets: names(budgets)}
 	if down, _ := machinefacts.Unavailable(m); down || len(budgets) == 0 {
-		d.Allowed = true
+		d.Allowed, d.AsUnavailable = true, down && len(budgets) > 0
 		g.clearGranted(ctx, m)
 		return d, nil
 	}

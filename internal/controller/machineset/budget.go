@@ -34,6 +34,11 @@ func (r *Reconciler) deleteVictims(ctx context.Context, s *scope, want []*v1alph
 	var granted []*v1alpha1.Machine
 	res, err := r.askBudgets(ctx, s, want, &granted)
 	deleted, derr := r.deleteBatch(ctx, s, granted, "scaling down")
+	if apierrors.IsConflict(derr) {
+		// A victim let through as unavailable changed since (deleted):
+		// it is asked for again from the cache's newer version.
+		derr, res = nil, reconcile.Result{RequeueAfter: requeue.ConflictRetry}
+	}
 	// One Event for the reconcile's scale-down, as for its creates: an
 	// Event is an API write, and a rolling update shrinks a set a few
 	// Machines at a time.
@@ -72,6 +77,7 @@ func (r *Reconciler) askBudgets(ctx context.Context, s *scope, want []*v1alpha1.
 			return reconcile.Result{}, nil
 		}
 		*granted = append(*granted, m)
+		s.pinned[m.Name] = d.AsUnavailable
 	}
 	return reconcile.Result{}, nil
 }

@@ -85,7 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// old sets down by the available count).
 	behind := r.statuses.Behind(ms)
 	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithOwnStatus(&r.statuses)),
-		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}}
+		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}, pinned: map[string]bool{}}
 	sel, err := ms.Spec.Selector.AsSelector()
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("invalid selector: %w", err)
@@ -179,6 +179,10 @@ type scope struct {
 	// victims are the Machines the set wants deleted now, asked for or
 	// not; waiting says, when some wait for a budget, which (budget.go).
 	victims map[string]bool
+	// pinned are the victims the budgets let through as unavailable
+	// (disruption.Decision.AsUnavailable): deleted only at the version
+	// judged.
+	pinned  map[string]bool
 	waiting string
 	scaled  bool
 }
@@ -472,7 +476,11 @@ func (r *Reconciler) deleteBatch(ctx context.Context, s *scope, ms []*v1alpha1.M
 // concurrently.
 func (r *Reconciler) deleteCall(ctx context.Context, s *scope, m *v1alpha1.Machine) error {
 	r.expectations.expectDelete(s.key, m.Name)
-	if err := r.Client.Delete(ctx, m); client.IgnoreNotFound(err) != nil {
+	var opts []client.DeleteOption
+	if s.pinned[m.Name] {
+		opts = append(opts, client.Preconditions{UID: &m.UID, ResourceVersion: &m.ResourceVersion})
+	}
+	if err := r.Client.Delete(ctx, m, opts...); client.IgnoreNotFound(err) != nil {
 		r.expectations.forget(s.key, m.Name)
 		return err
 	}
@@ -482,6 +490,10 @@ func (r *Reconciler) deleteCall(ctx context.Context, s *scope, m *v1alpha1.Machi
 // deleted records in s the outcome of m's deletion: a failure for the
 // status and an Event, or m counted as deleting.
 func (r *Reconciler) deleted(s *scope, m *v1alpha1.Machine, why string, err error) {
+	if err != nil && s.pinned[m.Name] && apierrors.IsConflict(err) {
+		s.log.V(1).Info("a victim let through as unavailable changed before its deletion; asking again", "machine", m.Name)
+		return
+	}
 	if err != nil {
 		s.replicaFailure = "deleting Machine " + m.Name + " failed: " + err.Error()
 		r.event(s.ms, corev1.EventTypeWarning, "DeleteFailed", s.replicaFailure)
