@@ -53,6 +53,9 @@ type check func(r *recorder) string
 type machineVersion struct {
 	rv       int64
 	node     string
+	// providerID finds the Machine of a Node it deleted before it
+	// recorded the Node (a Machine deleted as its Node registered).
+	providerID string
 	deletion *v1alpha1.MachineDeletionStatus
 	// seen is when the recorder received this version.
 	seen                          time.Time
@@ -64,6 +67,8 @@ type machineVersion struct {
 type deletion struct {
 	name string
 	rv   int64
+	// providerID is a deleted Node's spec.providerID.
+	providerID string
 }
 
 // The kinds a recorder follows.
@@ -187,11 +192,11 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 	switch kind {
 	case kindNode:
 		if typ == watch.Deleted {
-			r.nodeDeletions = append(r.nodeDeletions, deletion{name: name, rv: rv})
+			r.nodeDeletions = append(r.nodeDeletions, deletion{name: name, rv: rv, providerID: obj.(*corev1.Node).Spec.ProviderID})
 		}
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)
-		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: nodeOf(m), deletion: m.Status.Deletion,
+		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: nodeOf(m), providerID: m.Spec.ProviderID, deletion: m.Status.Deletion,
 			seen: time.Now(), phase: m.Status.Phase, op: m.Status.LastOperation, failureReason: m.Status.FailureReason, failureMessage: m.Status.FailureMessage})
 		if p := r.phases[name]; m.Status.Phase != "" && (len(p) == 0 || p[len(p)-1] != m.Status.Phase) {
 			r.phases[name] = append(p, m.Status.Phase)
@@ -292,7 +297,9 @@ func (r *recorder) verify() {
 // version observed before the deletion.
 func (r *recorder) stateAtLocked(d deletion) (string, machineVersion) {
 	for name, vs := range r.versions {
-		if !slices.ContainsFunc(vs, func(v machineVersion) bool { return v.node == d.name }) {
+		if !slices.ContainsFunc(vs, func(v machineVersion) bool {
+			return v.node == d.name || d.providerID != "" && v.providerID == d.providerID
+		}) {
 			continue
 		}
 		var last machineVersion
