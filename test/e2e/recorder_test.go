@@ -51,12 +51,12 @@ type recorder struct {
 type check func(r *recorder) string
 
 type machineVersion struct {
-	rv       int64
-	node     string
+	rv   int64
+	node string
 	// providerID finds the Machine of a Node it deleted before it
 	// recorded the Node (a Machine deleted as its Node registered).
 	providerID string
-	deletion *v1alpha1.MachineDeletionStatus
+	deletion   *v1alpha1.MachineDeletionStatus
 	// seen is when the recorder received this version.
 	seen                          time.Time
 	phase                         v1alpha1.MachinePhase
