@@ -1,7 +1,6 @@
 package machineclass
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -9,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/statuspace"
 )
 
 // countInterval is how often, at most, a class writes a status whose
@@ -23,10 +23,7 @@ const countInterval = 10 * time.Second
 
 // statusPace remembers, per class, when this controller last wrote its
 // status. Kept in memory only: a restarted manager writes at once.
-type statusPace struct {
-	mu   sync.Mutex
-	last map[types.UID]time.Time
-}
+type statusPace struct{ statuspace.Memory[types.UID] }
 
 // wait says how long to hold computed, the status this reconcile computed
 // for the class uid whose status it read as read: 0 to write it now. Only
@@ -37,30 +34,7 @@ func (p *statusPace) wait(uid types.UID, read, computed *v1alpha1.MachineClassSt
 	if !countsOnly(read, computed) {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.last[uid]
-	if !ok {
-		return 0
-	}
-	return max(last.Add(countInterval).Sub(now), 0)
-}
-
-// wrote records a status write of the class uid at now.
-func (p *statusPace) wrote(uid types.UID, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = map[types.UID]time.Time{}
-	}
-	p.last[uid] = now
-}
-
-// forget drops the class uid (it is gone).
-func (p *statusPace) forget(uid types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.last, uid)
+	return p.Left(uid, countInterval, now)
 }
 
 // countsOnly reports whether computed differs from read only in its

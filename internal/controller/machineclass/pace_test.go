@@ -46,7 +46,7 @@ func TestStatusPace(t *testing.T) {
 			if w := p.wait("uid", &read, computed, start); w != 0 {
 				t.Errorf("never written before: wait %s, want 0 (a restarted manager writes at once)", w)
 			}
-			p.wrote("uid", start)
+			p.Wrote("uid", start)
 			want := time.Duration(0)
 			if tc.paced {
 				want = countInterval - 3*time.Second
@@ -57,7 +57,7 @@ func TestStatusPace(t *testing.T) {
 			if w := p.wait("uid", &read, computed, start.Add(countInterval)); w != 0 {
 				t.Errorf("countInterval after a write: wait %s, want 0", w)
 			}
-			p.forget("uid")
+			p.Forget("uid")
 			if w := p.wait("uid", &read, computed, start.Add(time.Second)); w != 0 {
 				t.Errorf("forgotten: wait %s, want 0", w)
 			}

@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// Unused: nothing to protect (a Machine made later adds it again).
 		_, err = finalizer.Remove(ctx, r.Client, v1alpha1.MachineClassFinalizer, class, original)
 		if deleting && err == nil {
-			r.pace.forget(class.UID)
+			r.pace.Forget(class.UID)
 			return reconcile.Result{}, nil // gone, or held by someone else's finalizer
 		}
 	}
@@ -140,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	if err == nil && changed {
-		r.pace.wrote(class.UID, now)
+		r.pace.Wrote(class.UID, now)
 	}
 	return reconcile.Result{}, client.IgnoreNotFound(err)
 }

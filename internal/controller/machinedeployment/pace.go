@@ -1,7 +1,6 @@
 package machinedeployment
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -9,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/statuspace"
 )
 
 // zoneCountInterval is how often, at most, a deployment writes a status
@@ -26,8 +26,7 @@ const zoneCountInterval = time.Second
 // wrote its status. Kept in memory only: a restarted manager writes at
 // once.
 type zoneCountPace struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	statuspace.Memory[types.NamespacedName]
 }
 
 // wait says how long to hold computed, the status this reconcile computed
@@ -39,30 +38,7 @@ func (p *zoneCountPace) wait(key types.NamespacedName, read, computed *v1alpha1.
 	if zonesSettled(computed) || !zoneCountsOnly(read, computed) {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.last[key]
-	if !ok {
-		return 0
-	}
-	return max(last.Add(zoneCountInterval).Sub(now), 0)
-}
-
-// wrote records a status write of key at now.
-func (p *zoneCountPace) wrote(key types.NamespacedName, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = map[types.NamespacedName]time.Time{}
-	}
-	p.last[key] = now
-}
-
-// forget drops key (the deployment is gone).
-func (p *zoneCountPace) forget(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.last, key)
+	return p.Left(key, zoneCountInterval, now)
 }
 
 // zonesSettled reports whether every zone of st holds its share.

@@ -38,7 +38,7 @@ func TestZoneCountPaceHoldsOnlyMovingZoneCounts(t *testing.T) {
 	if w := p.wait(key, read, counts(3, 3), t0); w != 0 {
 		t.Errorf("before any write: held %s, want 0", w)
 	}
-	p.wrote(key, t0)
+	p.Wrote(key, t0)
 	for _, c := range []struct {
 		what     string
 		computed *v1alpha1.MachineDeploymentStatus
@@ -57,7 +57,7 @@ func TestZoneCountPaceHoldsOnlyMovingZoneCounts(t *testing.T) {
 			t.Errorf("%s: held %s, want %s", c.what, got, c.want)
 		}
 	}
-	p.forget(key)
+	p.Forget(key)
 	if w := p.wait(key, read, counts(3, 3), t0.Add(300*time.Millisecond)); w != 0 {
 		t.Errorf("forgotten: held %s, want 0", w)
 	}

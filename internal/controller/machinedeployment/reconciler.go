@@ -58,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.expectations.drop(req.String())
 			r.holds.drop(req.String())
 			r.statuses.Forget(req.NamespacedName)
-			r.zoneCounts.forget(req.NamespacedName)
+			r.zoneCounts.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -110,7 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("patching MachineDeployment status: %w", perr)
 	}
 	if changed {
-		r.zoneCounts.wrote(req.NamespacedName, s.now)
+		r.zoneCounts.Wrote(req.NamespacedName, s.now)
 	}
 	s.emitSpreadEvents()
 	return requeue.Result(res, err)

@@ -1,13 +1,13 @@
 package machineset
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/statuspace"
 )
 
 // countInterval is how often, at most, a set writes a status whose only
@@ -21,8 +21,7 @@ const countInterval = time.Second
 // statusPace remembers, per set, when this controller last wrote its
 // status. Kept in memory only: a restarted manager writes at once.
 type statusPace struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]time.Time
+	statuspace.Memory[types.NamespacedName]
 }
 
 // wait says how long to hold computed, the status this reconcile computed
@@ -34,30 +33,7 @@ func (p *statusPace) wait(key types.NamespacedName, spec int32, read, computed *
 	if settled(spec, computed) || !countsOnly(read, computed) {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.last[key]
-	if !ok {
-		return 0
-	}
-	return max(last.Add(countInterval).Sub(now), 0)
-}
-
-// wrote records a status write of key at now.
-func (p *statusPace) wrote(key types.NamespacedName, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.last == nil {
-		p.last = map[types.NamespacedName]time.Time{}
-	}
-	p.last[key] = now
-}
-
-// forget drops key (the set is gone).
-func (p *statusPace) forget(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.last, key)
+	return p.Left(key, countInterval, now)
 }
 
 // settled reports whether every replica count of st is spec.

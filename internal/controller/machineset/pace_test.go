@@ -28,7 +28,7 @@ func TestStatusPaceHoldsOnlyMovingCounts(t *testing.T) {
 	if w := p.wait(key, 10, read, counts(5), t0); w != 0 {
 		t.Errorf("before any write: held %s, want 0", w)
 	}
-	p.wrote(key, t0)
+	p.Wrote(key, t0)
 	for _, c := range []struct {
 		what     string
 		computed *v1alpha1.MachineSetStatus
@@ -49,7 +49,7 @@ func TestStatusPaceHoldsOnlyMovingCounts(t *testing.T) {
 	if w := p.wait(types.NamespacedName{Namespace: "ns", Name: "other"}, 10, read, counts(5), t0); w != 0 {
 		t.Errorf("another set: held %s, want 0", w)
 	}
-	p.forget(key)
+	p.Forget(key)
 	if w := p.wait(key, 10, read, counts(5), t0); w != 0 {
 		t.Errorf("after forget: held %s, want 0", w)
 	}

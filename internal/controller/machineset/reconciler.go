@@ -70,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.expectations.drop(req.String())
 			r.replacements.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
-			r.pace.forget(req.NamespacedName)
+			r.pace.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -147,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return res, client.IgnoreNotFound(err)
 	}
 	if changed {
-		r.pace.wrote(req.NamespacedName, s.now)
+		r.pace.Wrote(req.NamespacedName, s.now)
 	}
 	return requeue.Result(requeue.Soonest(res, statusRes), scaleErr)
 }
