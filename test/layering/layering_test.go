@@ -37,6 +37,7 @@ var helpers = []string{
 	"finalizer",   // writing a finalizer at once
 	"ownerindex",  // the cache index of objects by their controller
 	"requeue",     // requeue delays
+	"statuspace",  // when each object's status was last written
 }
 
 // harnesses are the packages under internal/controller that only tests
