@@ -135,13 +135,15 @@ func (d *Driver) runProbe(c *conn, kernel string) (Verdict, error) {
 	if u, err := url.Parse(c.uri); err != nil || u.Host != "" {
 		return Verdict{Why: "the probe's console cannot be read from this host; using qemu"}, nil
 	}
+	// Stale probes go whatever this probe finds: a host without KVM now
+	// may keep those of a driver killed mid-probe.
+	destroyStaleProbes(c, time.Now().Add(-2*d.opts.ProbeTimeout))
 	if _, err := c.l.ConnectGetDomainCapabilities(golibvirt.OptString{}, golibvirt.OptString{"x86_64"}, golibvirt.OptString{}, golibvirt.OptString{DomainTypeKVM}, 0); err != nil {
 		if !c.l.IsConnected() {
 			return Verdict{}, err
 		}
 		return Verdict{Why: "the host offers no KVM: " + err.Error()}, nil
 	}
-	destroyStaleProbes(c, time.Now().Add(-2*d.opts.ProbeTimeout))
 	name := probeName(time.Now())
 	log := ConsoleLog(d.opts.ConsoleDir, name)
 	defer os.Remove(log)
