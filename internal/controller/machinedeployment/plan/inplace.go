@@ -268,10 +268,11 @@ func (st *ipState) closeOne(t *ipSet, name string) {
 		}
 		st.report.Reverted = append(st.report.Reverted, name)
 	case m.UpdateTarget == t.name && m.Phase == v1alpha1.InPlaceRefused || m.Marked:
-		// Its own set deletes it (replicas stay lowered), then the
-		// target creates its replacement (replicas stay raised). The
-		// mark goes first and alone: the lists drop the Machine only in
-		// a later reconcile, once this deployment's cache shows the mark.
+		// Its own set deletes it (replicas stay lowered), then, once
+		// the deletion started, the target creates its replacement
+		// (replicas stay raised). The mark goes first and alone: the
+		// lists drop the Machine only in a later reconcile, once this
+		// deployment's cache shows the mark.
 		// The MachineSet reads the same cache, so it sees the mark before
 		// the shorter list; its Machine and MachineSet watches are
 		// separate, and a list change seen first would make it pick
@@ -281,13 +282,22 @@ func (st *ipState) closeOne(t *ipSet, name string) {
 			st.report.InTransit++
 			return
 		}
+		// The target keeps it on its list until it is being deleted
+		// (the first case above drops it then): the replacement comes
+		// after the deletion started, never beside a live Machine.
 		if src != nil && src.out[name] {
 			delete(src.out, name)
 			st.write(src, name+" refused: deleted")
+			st.report.Replaced = append(st.report.Replaced, name)
+			st.report.InTransit++
+			return
+		}
+		if src != nil {
+			st.report.InTransit++
+			return
 		}
 		delete(t.in, name)
 		st.write(t, name+" refused: replaced")
-		st.report.Replaced = append(st.report.Replaced, name)
 	case src == nil || !src.out[name]:
 		// Still counted by its own set: this set must not count it too.
 		t.spec--
