@@ -230,9 +230,12 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	// still say what happened.
 	if err := s.converges(int(run.replicas), run.class, bound); err != nil {
 		t.Errorf("no convergence within %s after the last fault: %v\n%s", bound, err, s.describeMachines())
+		if s.vm == nil {
+			t.Logf("the workload:\n%s", s.describeWorkload())
+		}
 	} else if s.vm == nil {
 		if _, err := s.workloadAvailable(4, chaosConvergence); err != nil {
-			t.Errorf("the workload's 4 pods not available within %s after the fleet converged: %v", chaosConvergence, err)
+			t.Errorf("the workload's 4 pods not available within %s after the fleet converged: %v\n%s", chaosConvergence, err, s.describeWorkload())
 		}
 	}
 	converged := time.Since(lastFault)

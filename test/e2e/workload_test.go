@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -118,4 +120,34 @@ func budgetKept(min int) check {
 		}
 		return ""
 	}
+}
+
+// describeWorkload says where the workload stands, for a failure: its
+// ReplicaSets' counts and each pod's Node, phase, readiness and, when it
+// is not scheduled, why.
+func (s *scenario) describeWorkload() string {
+	var b strings.Builder
+	sets := &appsv1.ReplicaSetList{}
+	if err := k8s.List(context.Background(), sets, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
+		return err.Error()
+	}
+	for _, rs := range sets.Items {
+		st := rs.Status
+		fmt.Fprintf(&b, "ReplicaSet %s: spec %d, observed generation %d of %d, replicas %d, ready %d, available %d\n",
+			rs.Name, ptr.Deref(rs.Spec.Replicas, 0), st.ObservedGeneration, rs.Generation, st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
+	}
+	pods := &corev1.PodList{}
+	if err := k8s.List(context.Background(), pods, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
+		return b.String() + err.Error()
+	}
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "pod %s node=%q phase=%s available=%t deleting=%t", p.Name, p.Spec.NodeName, p.Status.Phase, podAvailable(&p), p.DeletionTimestamp != nil)
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				fmt.Fprintf(&b, " %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
