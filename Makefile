@@ -12,7 +12,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
 GO_TEST_FLAGS ?= -count=1 -timeout=60m
 
-.PHONY: all tools runtime-tools vm-tools cloud-image kubelet-image generate build image lint test e2e e2e-cloud-image e2e-real-kubelet bench bench-vm bench-aws chaos help demo
+.PHONY: all tools runtime-tools vm-tools cloud-image kubelet-image generate build image lint test e2e e2e-cloud-image e2e-real-kubelet e2e-real-kubelet-fleet bench bench-vm bench-aws chaos help demo
 
 all: build
 
@@ -98,6 +98,9 @@ e2e-cloud-image: runtime-tools vm-tools cloud-image build ## As root: boot the c
 # The build tag keeps TestVMRealKubelet out of `make test` and `make e2e`.
 e2e-real-kubelet: runtime-tools vm-tools kubelet-image build ## As root: a libvirt Machine of the kubelet image joins through the real kubelet's TLS bootstrap, runs a pod and is drained (TestVMRealKubelet).
 	go test -tags realkubelet -count=1 -timeout=45m -p 1 -v -run '^TestVMRealKubelet$$' $(E2E_PKG)
+
+e2e-real-kubelet-fleet: runtime-tools vm-tools kubelet-image build ## As root: 2 real-kubelet VMs run 3 pods under a PodDisruptionBudget; a rollout drains them with the budget kept at every event, a killed VM is replaced; create → Node Ready and drain figures (TestVMRealKubeletFleet, ~45 min under TCG).
+	go test -tags realkubelet -count=1 -timeout=120m -p 1 -v -run '^TestVMRealKubeletFleet$$' $(E2E_PKG)
 
 bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)

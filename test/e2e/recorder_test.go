@@ -38,8 +38,10 @@ type recorder struct {
 	// nodeDeletions and machineDeletions are the DELETED events seen.
 	nodeDeletions    []deletion
 	machineDeletions []*v1alpha1.Machine
-	checks           []check
-	violations       []string
+	// podDeletions are the DELETED events of pods.
+	podDeletions []podDeletion
+	checks       []check
+	violations   []string
 	// checksRun counts the invariant checks made; reported, the
 	// violations each check (by its index in checks) reported.
 	checksRun int
@@ -69,6 +71,13 @@ type deletion struct {
 	rv   int64
 	// providerID is a deleted Node's spec.providerID.
 	providerID string
+}
+
+// podDeletion is a pod's DELETED event: the Node it was bound to ("" if
+// none) and the resourceVersion of its deletion.
+type podDeletion struct {
+	name, node string
+	rv         int64
 }
 
 // The kinds a recorder follows.
@@ -193,6 +202,10 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 	case kindNode:
 		if typ == watch.Deleted {
 			r.nodeDeletions = append(r.nodeDeletions, deletion{name: name, rv: rv, providerID: obj.(*corev1.Node).Spec.ProviderID})
+		}
+	case kindPod:
+		if typ == watch.Deleted {
+			r.podDeletions = append(r.podDeletions, podDeletion{name: name, node: obj.(*corev1.Pod).Spec.NodeName, rv: rv})
 		}
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)

@@ -210,9 +210,6 @@ func TestVMRealKubelet(t *testing.T) {
 // scenario's taint and pinned to node, Ready once /healthz answers.
 func helloDeployment(ns, node string) *appsv1.Deployment {
 	labels := map[string]string{"app": "hello"}
-	env := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
@@ -220,25 +217,34 @@ func helloDeployment(ns, node string) *appsv1.Deployment {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{corev1.LabelHostname: node},
-					Tolerations:                   []corev1.Toleration{{Key: realKubeletTaint.Key, Operator: corev1.TolerationOpEqual, Value: realKubeletTaint.Value, Effect: realKubeletTaint.Effect}},
-					AutomountServiceAccountToken:  ptr.To(false),
-					TerminationGracePeriodSeconds: ptr.To[int64](10),
-					Containers: []corev1.Container{{
-						Name:            "hello",
-						Image:           helloImage,
-						ImagePullPolicy: corev1.PullNever,
-						Ports:           []corev1.ContainerPort{{ContainerPort: 8080}},
-						Env:             []corev1.EnvVar{env("POD_NAME", "metadata.name"), env("NODE_NAME", "spec.nodeName")},
-						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
-							PeriodSeconds: 2,
-						},
-					}},
-				},
+				Spec:       helloPodSpec(map[string]string{corev1.LabelHostname: node}),
 			},
 		},
+	}
+}
+
+// helloPodSpec runs the workload image on the Nodes nodeSelector selects,
+// tolerating the scenario's taint, Ready once /healthz answers.
+func helloPodSpec(nodeSelector map[string]string) corev1.PodSpec {
+	env := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return corev1.PodSpec{
+		NodeSelector:                  nodeSelector,
+		Tolerations:                   []corev1.Toleration{{Key: realKubeletTaint.Key, Operator: corev1.TolerationOpEqual, Value: realKubeletTaint.Value, Effect: realKubeletTaint.Effect}},
+		AutomountServiceAccountToken:  ptr.To(false),
+		TerminationGracePeriodSeconds: ptr.To[int64](10),
+		Containers: []corev1.Container{{
+			Name:            "hello",
+			Image:           helloImage,
+			ImagePullPolicy: corev1.PullNever,
+			Ports:           []corev1.ContainerPort{{ContainerPort: 8080}},
+			Env:             []corev1.EnvVar{env("POD_NAME", "metadata.name"), env("NODE_NAME", "spec.nodeName")},
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
+				PeriodSeconds: 2,
+			},
+		}},
 	}
 }
 

@@ -1,0 +1,420 @@
+//go:build realkubelet
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/logtail"
+)
+
+// The memory of the fleet scenario's two classes: the same image, the
+// second a little larger, so that the rollout is a change of class.
+const realKubeletMemoryB = "1152Mi"
+
+// TestVMRealKubeletFleet proves real drains of real pods on real kubelets
+// (issue #34, items 3 and 4): libvirt Machines boot the kubelet image
+// (`make kubelet-image`) and join with TokenBootstrapConfig's user data,
+// as in TestVMRealKubelet.
+//
+//  1. A MachineDeployment of 2 Machines of class kubelet-a (maxSurge 1,
+//     maxUnavailable 0) reaches Running; each Node joined through the
+//     kubelet's TLS bootstrap.
+//  2. A Deployment "work" of 3 pods of the workload image (a readiness
+//     probe, spread over the Nodes) and a PodDisruptionBudget keeping 2:
+//     every pod Ready on the VMs.
+//  3. A rollout to class kubelet-b drains each old Node through the
+//     Eviction API: the budget refuses evictions (some old Node holds 2 of
+//     the 3 pods), so the drain waits until the rescheduled pod is Ready on
+//     a new VM. At every pod, Node and Machine event the recorder counts
+//     the workload's Ready pods not being deleted: never fewer than 2. After
+//     the rollout no pod runs on an old Node, and every pod that was bound
+//     to an old Node was deleted (its DELETED event's resourceVersion)
+//     before its Machine's deletion reached DeleteInfrastructure, the step
+//     that deletes the VM.
+//  4. The QEMU of a new VM is killed behind Millwright's and libvirt's
+//     backs: its kubelet's Lease is no longer renewed, kube-controller-
+//     manager's node lifecycle controller makes the Node's Ready Unknown
+//     (NodeStatusUnknown, after its 50 s grace period), the Machine goes
+//     Unknown, then Failed after the health timeout, and is replaced; the
+//     workload has its 3 Ready pods again.
+//  5. The workload is deleted and the MachineDeployment scaled to 0;
+//     nothing is left; the recorder's invariants held.
+//
+// Figures (logged, never asserted): create → Node Ready per VM (p50 and
+// max, from the Machine's creation to the recorder's first event showing
+// its Node Ready), and each rollout drain: its pods and seconds from the
+// step Drain to the step after it.
+//
+// An in-place version update is not tried: the image has one kubelet and
+// nothing that answers Millwright's in-place handshake
+// (docs/providers/node-images.md, "Real pods, real drains").
+//
+// Built only with the realkubelet tag, by `make e2e-real-kubelet-fleet`.
+func TestVMRealKubeletFleet(t *testing.T) {
+	const replicas = 2
+	const pods, minAvailable = 3, 2
+	s := newVMScenario(t, "realfleet")
+	s.logConsolesOnFailure()
+	img := filepath.Join(binDir, "kubeletimage")
+	specA := s.vm.cloudImageSpec(t, img, realKubeletMemory)
+	specB := s.vm.cloudImageSpec(t, img, realKubeletMemoryB)
+	s.startManager("--token-bootstrap-api-server", vmAPIServer(t), "--machine-creation-timeout", "20m",
+		"--machine-health-timeout", "60s", "--max-concurrent-replacements", "1",
+		"--unreachable-force-drain-after", "5s",
+		// The budget paces the drain: no pod deleted past it.
+		"--max-evict-retries", "1000")
+	s.createVMClassSpec("kubelet-a", specA)
+	s.createVMClassSpec("kubelet-b", specB)
+	s.createTokenBootstrapTemplate("join")
+
+	// readyAt is when the recorder first saw each Node Ready (guarded by
+	// the recorder's lock, as checks run under it).
+	readyAt := map[string]time.Time{}
+	rec := s.record(func(r *recorder) string {
+		for _, o := range r.objs[kindNode] {
+			n := o.(*corev1.Node)
+			if _, ok := readyAt[n.Name]; !ok && nodeReady(n) {
+				readyAt[n.Name] = time.Now()
+			}
+		}
+		return ""
+	})
+	mspec := vmMachineSpec("kubelet-a", "join")
+	mspec.NodeTemplate.Taints = []corev1.Taint{realKubeletTaint}
+	s.createDeploymentOf(replicas, mspec, 1, 0)
+
+	// 1. Boot and join.
+	fleet := s.waitFleet(replicas, "kubelet-a", 25*time.Minute)
+	s.logCreateToRunning(rec, fleet)
+	s.checkJoinedThroughCSR(fleet)
+
+	// 2. The workload and its budget.
+	s.createRealWorkload(pods, minAvailable)
+	s.waitWorkload(pods, 10*time.Minute)
+	t.Logf("workload Ready: %s", s.workloadPlacement())
+
+	// 3. Roll to class kubelet-b.
+	lowest := pods
+	stopBudget := rec.addCheck(func(r *recorder) string {
+		n := 0
+		for _, p := range r.podsLocked() {
+			if p.Labels["app"] == "work" && podAvailable(p) {
+				n++
+			}
+		}
+		lowest = min(lowest, n)
+		if n < minAvailable {
+			return fmt.Sprintf("only %d pods of the workload Ready and not being deleted, the PodDisruptionBudget keeps %d", n, minAvailable)
+		}
+		return ""
+	})
+	stopBounds := rec.addCheck(withinRollingBounds(replicas, 1, 0))
+	rollStart := time.Now()
+	s.rollTo("kubelet-b")
+	rolled := s.waitFleet(replicas, "kubelet-b", 45*time.Minute)
+	stopBounds()
+	s.waitWorkload(pods, 10*time.Minute)
+	rec.mu.Lock()
+	stopLowest := lowest
+	rec.mu.Unlock()
+	stopBudget()
+	t.Logf("rollout to kubelet-b: %.0fs until the workload was Ready again on the new Nodes (%s); the fewest Ready pods seen: %d (budget %d)",
+		time.Since(rollStart).Seconds(), s.workloadPlacement(), stopLowest, minAvailable)
+	s.logCreateToRunning(rec, rolled)
+	s.checkJoinedThroughCSR(rolled)
+	s.checkWorkloadOn(rolled)
+	refused := s.checkDrainedBeforeVMDeleted(rec, fleet, true)
+	if refused == 0 {
+		t.Errorf("no eviction of the rollout's drains was refused: 3 pods on 2 old Nodes with a budget keeping 2, one drain should have waited for the budget")
+	}
+
+	// 4. A VM dies behind Millwright's back.
+	victim := rolled[0]
+	dom, err := s.vm.domainOf(victim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.vm.killQEMU(dom.name); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	t.Logf("killed the QEMU of %s (Machine %s, Node %s)", dom.name, victim.Name, nodeOf(&victim))
+	s.eventually(5*time.Minute, "Node "+nodeOf(&victim)+" Unknown through the node lifecycle controller", func() (bool, error) {
+		n := &corev1.Node{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeOf(&victim)}, n); err != nil {
+			return false, err
+		}
+		c := nodeCondition(n, corev1.NodeReady)
+		if c == nil {
+			return false, fmt.Errorf("no Ready condition")
+		}
+		return c.Status == corev1.ConditionUnknown && c.Reason == "NodeStatusUnknown", fmt.Errorf("Ready %s (%s)", c.Status, c.Reason)
+	})
+	t.Logf("Node %s Ready Unknown (NodeStatusUnknown) %.0fs after the kill", nodeOf(&victim), time.Since(killed).Seconds())
+	s.checkLeaseStopped(nodeOf(&victim))
+	s.eventually(25*time.Minute, "the killed Machine to be replaced", func() (bool, error) {
+		ms, err := s.machines()
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return m.Name == victim.Name }) {
+			return false, fmt.Errorf("%s is still there:\n%s", victim.Name, s.describeMachines())
+		}
+		return s.fleetIs(ms, replicas, "kubelet-b")
+	})
+	t.Logf("the killed Machine replaced %.0fs after the kill", time.Since(killed).Seconds())
+	seq := rec.phasesOf()[victim.Name]
+	if u, f := slices.Index(seq, v1alpha1.PhaseUnknown), slices.Index(seq, v1alpha1.PhaseFailed); u < 0 || f < u {
+		t.Errorf("killed Machine %s went through %v, want Unknown then Failed", victim.Name, seq)
+	}
+	s.waitWorkload(pods, 10*time.Minute)
+	t.Logf("workload Ready again: %s", s.workloadPlacement())
+
+	// Figures.
+	s.logCreateToNodeReady(rec, readyAt)
+
+	// 5. The end.
+	ctx := context.Background()
+	if err := k8s.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "work"}}, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "work"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.eventually(5*time.Minute, "the workload's pods to be gone", func() (bool, error) {
+		list := &corev1.PodList{}
+		if err := k8s.List(ctx, list, client.InNamespace(s.ns)); err != nil {
+			return false, err
+		}
+		return len(list.Items) == 0, fmt.Errorf("pods %s", podSummary(list.Items))
+	})
+	s.scale(0)
+	s.waitFleet(0, "kubelet-b", 10*time.Minute)
+	s.waitNothingLeft()
+	s.checkDrainedBeforeVMDeleted(rec, rolled, false)
+	rec.verify()
+}
+
+// logConsolesOnFailure logs the last lines of every VM's console (where
+// the kubelet logs) when the test fails; registered after the scenario's
+// cleanups, it runs before them.
+func (s *scenario) logConsolesOnFailure() {
+	t := s.t
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(s.vm.consoleDir, "*-console.log"))
+		for _, l := range logs {
+			t.Logf("console %s, last lines:\n%s", filepath.Base(l), logtail.Tail(l, 150))
+		}
+	})
+}
+
+// createRealWorkload creates a Deployment "work" of the kubelet image's
+// workload, replicas pods spread over the scenario's Nodes (at most one
+// pod of difference between two Nodes that can take pods), Ready by their
+// readiness probe, and a PodDisruptionBudget keeping minAvailable of them.
+func (s *scenario) createRealWorkload(replicas, minAvailable int32) {
+	s.t.Helper()
+	labels := map[string]string{"app": "work"}
+	honor := corev1.NodeInclusionPolicyHonor
+	spec := helloPodSpec(map[string]string{"pool": s.ns})
+	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
+		MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, NodeTaintsPolicy: &honor,
+	}}
+	s.create(&appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: s.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	})
+	min := intstr.FromInt32(minAvailable)
+	s.create(&policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "work", Namespace: s.ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &min, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	})
+}
+
+// workloadPlacement says which Node each pod of the workload runs on.
+func (s *scenario) workloadPlacement() string {
+	list := &corev1.PodList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range list.Items {
+		out = append(out, fmt.Sprintf("%s on %s at %s", p.Name, p.Spec.NodeName, p.Status.PodIP))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// checkWorkloadOn: every pod of the workload runs on a Node of ms.
+func (s *scenario) checkWorkloadOn(ms []v1alpha1.Machine) {
+	s.t.Helper()
+	list := &corev1.PodList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(s.ns), client.MatchingLabels{"app": "work"}); err != nil {
+		s.t.Fatal(err)
+	}
+	for _, p := range list.Items {
+		if !slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return nodeOf(&m) == p.Spec.NodeName }) {
+			s.t.Errorf("pod %s runs on %s, not on a Node of the new Machines", p.Name, p.Spec.NodeName)
+		}
+	}
+}
+
+// checkDrainedBeforeVMDeleted: every pod bound to the Node of a Machine of
+// ms was deleted (the resourceVersion of its DELETED event) before the
+// Machine's deletion reached DeleteInfrastructure, the step that deletes
+// the VM, and the Machine is gone. With withPods, each Node must have had
+// a pod (else the check proves nothing); it logs each drain's pods and
+// seconds (from the first event showing the step Drain to the first
+// showing a later step) and returns how many of the drains had an
+// eviction refused (status.deletion.drain.lastRefusedTime).
+func (s *scenario) checkDrainedBeforeVMDeleted(rec *recorder, ms []v1alpha1.Machine, withPods bool) (refused int) {
+	t := s.t
+	t.Helper()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, m := range ms {
+		node := nodeOf(&m)
+		if _, live := rec.objs[kindMachine][m.Name]; live {
+			t.Errorf("Machine %s is not deleted", m.Name)
+			continue
+		}
+		var infraRV int64
+		var drainStart, drainEnd time.Time
+		var refusedHere bool
+		for _, v := range rec.versions[m.Name] {
+			d := v.deletion
+			if d == nil {
+				continue
+			}
+			if d.Step == v1alpha1.StepDrain && drainStart.IsZero() {
+				drainStart = v.seen
+			}
+			if d.Drain != nil && d.Drain.LastRefusedTime != nil {
+				refusedHere = true
+			}
+			if drained(d) && drainEnd.IsZero() {
+				drainEnd = v.seen
+			}
+			if (d.Step == v1alpha1.StepDeleteInfrastructure || d.Step == v1alpha1.StepDeleteNode) && infraRV == 0 {
+				infraRV = v.rv
+			}
+		}
+		if infraRV == 0 {
+			t.Errorf("Machine %s was never seen at the step %s", m.Name, v1alpha1.StepDeleteInfrastructure)
+			continue
+		}
+		n := 0
+		for _, pd := range rec.podDeletions {
+			if pd.node != node {
+				continue
+			}
+			n++
+			if pd.rv > infraRV {
+				t.Errorf("pod %s on Node %s was deleted at rv %d, after Machine %s reached %s at rv %d: the VM went before its pod", pd.name, node, pd.rv, m.Name, v1alpha1.StepDeleteInfrastructure, infraRV)
+			}
+		}
+		for _, p := range rec.podsLocked() {
+			if p.Spec.NodeName == node {
+				t.Errorf("pod %s is still bound to Node %s of the deleted Machine %s", p.Name, node, m.Name)
+			}
+		}
+		if withPods && n == 0 {
+			t.Errorf("no pod was ever deleted from Node %s of Machine %s: the check that its pods went before its VM proves nothing", node, m.Name)
+		}
+		if refusedHere {
+			refused++
+		}
+		if withPods && !drainStart.IsZero() && !drainEnd.IsZero() {
+			t.Logf("drain of Node %s with %d pods: %.1fs (an eviction refused by the budget: %v)", node, n, drainEnd.Sub(drainStart).Seconds(), refusedHere)
+		}
+	}
+	return refused
+}
+
+// checkLeaseStopped: the Node's Lease in kube-node-lease, renewed by its
+// kubelet every 10 s while it lives, is not renewed for 25 s.
+func (s *scenario) checkLeaseStopped(node string) {
+	s.t.Helper()
+	get := func() *coordinationv1.Lease {
+		l := &coordinationv1.Lease{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: corev1.NamespaceNodeLease, Name: node}, l); err != nil {
+			s.t.Fatalf("the Lease of Node %s: %v", node, err)
+		}
+		return l
+	}
+	before := get()
+	time.Sleep(25 * time.Second)
+	after := get()
+	if after.ResourceVersion != before.ResourceVersion {
+		s.t.Errorf("the Lease of the killed Node %s was renewed: renewTime %v, then %v", node, before.Spec.RenewTime, after.Spec.RenewTime)
+	}
+	holder := ptr.Deref(after.Spec.HolderIdentity, "")
+	s.t.Logf("the Lease of Node %s (holder %s) last renewed at %v (the guest's clock), not since", node, holder, after.Spec.RenewTime)
+}
+
+// logCreateToNodeReady logs, for every Machine the recorder saw with a
+// Node, the seconds from its creation to the first event showing its Node
+// Ready, and their p50 and max.
+func (s *scenario) logCreateToNodeReady(rec *recorder, readyAt map[string]time.Time) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var secs []float64
+	var each []string
+	for name, vs := range rec.versions {
+		var node string
+		var created time.Time
+		for _, v := range vs {
+			if v.node != "" {
+				node = v.node
+			}
+		}
+		if o, ok := rec.objs[kindMachine][name]; ok {
+			created = o.GetCreationTimestamp().Time
+		} else {
+			for _, m := range rec.machineDeletions {
+				if m.Name == name {
+					created = m.CreationTimestamp.Time
+				}
+			}
+		}
+		at, ok := readyAt[node]
+		if node == "" || created.IsZero() || !ok {
+			continue
+		}
+		secs = append(secs, at.Sub(created).Seconds())
+		each = append(each, fmt.Sprintf("%s %.0fs", name, at.Sub(created).Seconds()))
+	}
+	if len(secs) == 0 {
+		s.t.Errorf("no Machine seen with a Ready Node")
+		return
+	}
+	sort.Float64s(secs)
+	sort.Strings(each)
+	s.t.Logf("create → Node Ready (real kubelet, TCG) for %d VMs: p50 %.0fs, max %.0fs (%s)", len(secs), secs[(len(secs)-1)/2], secs[len(secs)-1], strings.Join(each, ", "))
+}
