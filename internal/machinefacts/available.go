@@ -53,6 +53,15 @@ func UntilAvailable(m *v1alpha1.Machine, minReady time.Duration, now time.Time) 
 	return since.Add(minReady).Sub(now), true
 }
 
+// AvailableSince is when a Machine that is not Unavailable turned Ready;
+// ok is false for one that is Unavailable. A Machine is available from
+// that instant plus minReady (Available): the instant is all a count
+// kept between events needs to keep of it (the deployment's plan.Tally).
+func AvailableSince(m *v1alpha1.Machine) (since time.Time, ok bool) {
+	since, why := readySince(m)
+	return since, why == ""
+}
+
 // readySince is when the Ready condition of a Machine that is not
 // Unavailable turned True; why says why the Machine is Unavailable
 // instead. The conditions are read in one pass: the planner asks this of

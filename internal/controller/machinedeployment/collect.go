@@ -86,7 +86,16 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 	// The Machines are only counted, never changed: the cache's own objects
 	// serve, and no reconcile deep-copies every Machine of its sets.
 	s.machines = map[types.UID][]*v1alpha1.Machine{}
+	s.machineCounts = map[types.UID]int{}
 	s.counts = map[types.UID]plan.Counts{}
+	if s.tallied = r.tallies != nil && !s.needsMachines(); s.tallied {
+		// Counted already, one event at a time (tallies): no Machine is
+		// read.
+		for _, ms := range s.sets {
+			s.machineCounts[ms.UID] = r.tallies.machines(ms.UID)
+		}
+		return reconcile.Result{}, nil
+	}
 	for _, ms := range s.sets {
 		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ms.Namespace, ms.UID)
 		if err != nil {
@@ -97,8 +106,25 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) (reconcile.Result, e
 				s.machines[ms.UID] = append(s.machines[ms.UID], m)
 			}
 		}
+		s.machineCounts[ms.UID] = len(s.machines[ms.UID])
 	}
 	return reconcile.Result{}, nil
+}
+
+// needsMachines reports whether this reconcile reads its sets' Machines
+// one by one, not only their counts: an in-place plan lists them, the
+// zones' capacity reads their records, and an in-place update some
+// Machine still waits for may have to be given back (releaseUnwanted).
+func (s *scope) needsMachines() bool {
+	if s.inPlaceSettings != nil || s.md.Spec.FailureDomains != nil {
+		return true
+	}
+	for _, ms := range s.sets {
+		if s.r.tallies.waiting(ms.UID) {
+			return true
+		}
+	}
+	return false
 }
 
 // candidateSets lists the sets the deployment controls and those without a

@@ -167,7 +167,7 @@ func (s *scope) spreadZones() []string {
 // has Machines (before the new set exists: whether any set has).
 func (s *scope) rolloutInProgress() bool {
 	for _, ms := range s.sets {
-		if ms != s.newSet && len(s.machines[ms.UID]) > 0 {
+		if ms != s.newSet && s.machineCounts[ms.UID] > 0 {
 			return true
 		}
 	}

@@ -35,7 +35,7 @@ func (r *Reconciler) cleanupHistory(ctx context.Context, s *scope) (reconcile.Re
 		entries = append(entries, historyEntry{
 			Name:     ms.Name,
 			Revision: revisionOf(ms.Annotations),
-			Empty: ms.Spec.Replicas == 0 && ms.Status.Replicas == 0 && len(s.machines[ms.UID]) == 0 && !inTransit(ms) &&
+			Empty: ms.Spec.Replicas == 0 && ms.Status.Replicas == 0 && s.machineCounts[ms.UID] == 0 && !inTransit(ms) &&
 				ms.Status.ObservedGeneration >= ms.Generation,
 		})
 	}

@@ -43,6 +43,10 @@ type Reconciler struct {
 	// copies (ownerindex.Views). Nil reads them with a List.
 	Views *ownerindex.Views
 
+	// tallies counts each set's Machines from the Machine events (set up
+	// with the watch); nil: every reconcile reads and counts them.
+	tallies *tallies
+
 	expectations expectations
 	holds        holds
 	statuses     patch.OwnStatus

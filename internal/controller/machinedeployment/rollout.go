@@ -117,7 +117,13 @@ func (s *scope) countMachines() {
 		if err != nil {
 			since = time.Time{}
 		}
-		c, next := plan.Count(s.machines[ms.UID], minReady, s.now, since)
+		var c plan.Counts
+		var next time.Duration
+		if s.tallied {
+			c, next = s.r.tallies.counts(ms.UID, minReady, s.now, since)
+		} else {
+			c, next = plan.Count(s.machines[ms.UID], minReady, s.now, since)
+		}
 		s.counts[ms.UID] = c
 		if next > 0 && (s.nextAvailable == 0 || next < s.nextAvailable) {
 			s.nextAvailable = next

@@ -44,7 +44,12 @@ type scope struct {
 	sets []*v1alpha1.MachineSet
 	// machines are each owned set's Machines, being deleted or not. They
 	// are the cache's own objects (see collect): read only.
-	machines map[types.UID][]*v1alpha1.Machine
+	// Left empty when tallied: the counts then come from the
+	// Reconciler's tallies, and machineCounts says how many each set has
+	// (preserved and deleting ones included) either way.
+	machines      map[types.UID][]*v1alpha1.Machine
+	machineCounts map[types.UID]int
+	tallied       bool
 	// counts are each owned set's Machines as the planner counts them;
 	// nextAvailable is how long until the next Ready Machine becomes
 	// available (0: none pending).

@@ -38,6 +38,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}, &v1alpha1.MachineSet{}); err != nil {
 		return err
 	}
+	r.tallies = newTallies()
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &v1alpha1.MachineDeployment{}, deploymentClassIndex, func(o client.Object) []string {
 		return className(&o.(*v1alpha1.MachineDeployment).Spec.Template)
@@ -56,7 +57,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		For(&v1alpha1.MachineDeployment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&v1alpha1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.setToDeployments)).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToDeployment), builder.WithPredicates(machineCounted())).
+		// Every Machine event is counted (tallies); those that may change
+		// a decision wake the deployment, after they are counted.
+		Watches(&v1alpha1.Machine{}, tallyHandler{tallies: r.tallies, next: handler.EnqueueRequestsFromMapFunc(r.machineToDeployment), pass: machineCounted()}).
 		// A budget's recount may free an in-place start that waits for it.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToDeployments),
 			builder.WithPredicates(disruption.AllowedChanged())).
