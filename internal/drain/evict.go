@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +76,7 @@ func runTasks(ctx context.Context, c client.Client, tasks []task) []taskResult {
 // a decision made about its predecessor.
 func runTask(ctx context.Context, c client.Client, t task) taskResult {
 	if t.force {
-		return deletePod(ctx, c, t.pod, true)
+		return deletePod(ctx, c, t.pod, true, "the drain of its Node was forced")
 	}
 	uid := t.pod.UID
 	eviction := &policyv1.Eviction{
@@ -94,7 +95,7 @@ func runTask(ctx context.Context, c client.Client, t task) taskResult {
 		if !t.deleteIfRefused {
 			return taskResult{out: outBlocked, refused: true, err: err}
 		}
-		r := deletePod(ctx, c, t.pod, false)
+		r := deletePod(ctx, c, t.pod, false, "its PodDisruptionBudget refused its eviction for every round the drain allows")
 		r.refused = true
 		return r
 	default:
@@ -102,10 +103,23 @@ func runTask(ctx context.Context, c client.Client, t task) taskResult {
 	}
 }
 
+// DisruptionReason is the reason of the DisruptionTarget condition a drain
+// writes on a pod it deletes instead of evicting: a budget refused its
+// eviction too long, or the drain was forced. An evicted pod gets the API
+// server's own (EvictionByEvictionAPI).
+const DisruptionReason = "DeletionByMillwrightDrain"
+
 // deletePod deletes the pod, with grace period 0 when forced (the API server
 // then removes it at once, without waiting for the kubelet) and with the
-// pod's own grace period otherwise.
-func deletePod(ctx context.Context, c client.Client, pod *corev1.Pod, force bool) taskResult {
+// pod's own grace period otherwise. It first marks the pod with the
+// DisruptionTarget condition, as Kubernetes' own controllers do before they
+// delete a pod for a disruption: a Job's pod failure policy, and whoever
+// reads the pod, can tell this deletion from a failure, and why it was not
+// an eviction.
+func deletePod(ctx context.Context, c client.Client, pod *corev1.Pod, force bool, why string) taskResult {
+	if gone := markDisruptionTarget(ctx, c, pod, why); gone {
+		return taskResult{out: outGone}
+	}
 	uid := pod.UID
 	opts := []client.DeleteOption{client.Preconditions{UID: &uid}}
 	if force {
@@ -144,4 +158,23 @@ func conflicted(ctx context.Context, c client.Client, pod *corev1.Pod, callErr e
 	default:
 		return taskResult{out: outFailed, err: callErr}
 	}
+}
+
+// markDisruptionTarget sets the pod's DisruptionTarget condition (reason
+// DisruptionReason) with a patch of its status, and reports whether the
+// pod is gone. Any other failure is left to the deletion that follows:
+// the condition informs, it must not hold a drain back.
+func markDisruptionTarget(ctx context.Context, c client.Client, pod *corev1.Pod, why string) (gone bool) {
+	marked := pod.DeepCopy()
+	cond := corev1.PodCondition{
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: DisruptionReason,
+		Message: "Millwright deleted the pod instead of evicting it: " + why, LastTransitionTime: metav1.Now(),
+	}
+	if i := slices.IndexFunc(marked.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }); i >= 0 {
+		marked.Status.Conditions[i] = cond
+	} else {
+		marked.Status.Conditions = append(marked.Status.Conditions, cond)
+	}
+	err := c.Status().Patch(ctx, marked, client.StrategicMergeFrom(pod))
+	return apierrors.IsNotFound(err)
 }

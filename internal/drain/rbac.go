@@ -3,3 +3,7 @@ package drain
 // The Machine's deletion releases the Node's VolumeAttachments once its VM
 // is gone (see ReleaseVolumeAttachments).
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch;delete
+
+// A pod deleted instead of evicted gets the DisruptionTarget condition
+// first (see deletePod).
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +191,61 @@ func TestDrainForceDeletesEverything(t *testing.T) {
 	mustBeGone(t, leave...)
 	stepUntilDone(t, status, opts, nil)
 	mustExistUntouched(t, agent)
+}
+
+// A pod the drain deletes instead of evicting carries the DisruptionTarget
+// condition first, saying why (a budget that refused too long, a forced
+// drain); an evicted pod carries the API server's own. Each pod keeps a
+// finalizer so that its last version can be read.
+func TestDrainDeletionsSayWhy(t *testing.T) {
+	ns := newNamespace(t)
+	guarded := map[string]string{"app": "db"}
+	refusedNode, forcedNode := newNode(t, true), newNode(t, true)
+	refused := newPod(t, ns, refusedNode.Name, "db-0", withLabels(guarded), withFinalizer)
+	evicted := newPod(t, ns, refusedNode.Name, "free", withFinalizer)
+	forced := newPod(t, ns, forcedNode.Name, "other", withFinalizer)
+	waitRunning(t, refused, evicted, forced)
+	newPDB(t, ns, guarded, 1, 1)
+	t.Cleanup(func() { // t.Context is done by now
+		for _, pod := range []*corev1.Pod{refused, evicted, forced} {
+			got := &corev1.Pod{}
+			if env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), got) == nil {
+				got.Finalizers = nil
+				_ = env.Client.Update(context.Background(), got)
+			}
+		}
+	})
+
+	status := &v1alpha1.DrainStatus{}
+	opts := drain.Options{NodeName: refusedNode.Name, MaxEvictRetries: 1, Now: everyRetryInterval()}
+	step(t, status, opts) // refused once; the other pod evicted
+	if res := step(t, status, opts); res.Deleted != 1 {
+		t.Fatalf("second round: %+v, want the guarded pod deleted", res)
+	}
+	if res := step(t, &v1alpha1.DrainStatus{}, drain.Options{NodeName: forcedNode.Name, Force: true}); res.Deleted != 1 {
+		t.Fatalf("forced round: %+v, want the pod deleted", res)
+	}
+
+	for _, tc := range []struct {
+		pod            *corev1.Pod
+		reason, saying string
+	}{
+		{refused, drain.DisruptionReason, "PodDisruptionBudget refused its eviction"},
+		{forced, drain.DisruptionReason, "was forced"},
+		{evicted, "EvictionByEvictionAPI", ""},
+	} {
+		got, ok := exists(t, tc.pod)
+		if !ok || got.DeletionTimestamp == nil {
+			t.Fatalf("pod %s: want it being deleted, held by its finalizer", tc.pod.Name)
+		}
+		var cond *corev1.PodCondition
+		for i := range got.Status.Conditions {
+			if got.Status.Conditions[i].Type == corev1.DisruptionTarget {
+				cond = &got.Status.Conditions[i]
+			}
+		}
+		if cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.saying) {
+			t.Errorf("pod %s: DisruptionTarget %+v, want reason %s saying %q", tc.pod.Name, cond, tc.reason, tc.saying)
+		}
+	}
 }
