@@ -60,6 +60,7 @@ type Reconciler struct {
 	replacements replaceBackoff
 	statuses     patch.OwnStatus
 	pace         statusPace
+	propagated   propagated
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -71,6 +72,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.replacements.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			r.pace.Forget(req.NamespacedName)
+			r.propagated.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
