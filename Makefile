@@ -100,7 +100,7 @@ e2e-real-kubelet: runtime-tools vm-tools kubelet-image build ## As root: a libvi
 	go test -tags realkubelet -count=1 -timeout=45m -p 1 -v -run '^TestVMRealKubelet$$' $(E2E_PKG)
 
 e2e-real-kubelet-fleet: runtime-tools vm-tools kubelet-image build ## As root: 2 real-kubelet VMs run 3 pods under a PodDisruptionBudget; a rollout drains them with the budget kept at every event, a killed VM is replaced; create → Node Ready and drain figures (TestVMRealKubeletFleet, ~45 min under TCG).
-	go test -tags realkubelet -count=1 -timeout=120m -p 1 -v -run '^TestVMRealKubeletFleet$$' $(E2E_PKG)
+	go test -tags realkubelet -count=1 -timeout=240m -p 1 -v -run '^TestVMRealKubeletFleet$$' $(E2E_PKG)
 
 bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
 	go run ./test/bench -n $(or $(N),1000)

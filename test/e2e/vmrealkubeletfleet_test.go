@@ -73,6 +73,16 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	const pods, minAvailable = 3, 2
 	s := newVMScenario(t, "realfleet")
 	s.logConsolesOnFailure()
+	// Every wait ends cleanupMargin before the test binary's -timeout, so
+	// that a run too slow for it fails with its reason and still removes
+	// its VMs (a timeout's panic would leave them).
+	const cleanupMargin = 8 * time.Minute
+	within := func(d time.Duration) time.Duration {
+		if dl, ok := t.Deadline(); ok {
+			return max(time.Minute, min(d, time.Until(dl)-cleanupMargin))
+		}
+		return d
+	}
 	img := filepath.Join(binDir, "kubeletimage")
 	specA := s.vm.cloudImageSpec(t, img, realKubeletMemory)
 	specB := s.vm.cloudImageSpec(t, img, realKubeletMemoryB)
@@ -97,18 +107,28 @@ func TestVMRealKubeletFleet(t *testing.T) {
 		}
 		return ""
 	})
+	// The figures, however far the run got (a cleanup registered after
+	// the scenario's runs before them).
+	var oldFleet []v1alpha1.Machine
+	t.Cleanup(func() {
+		s.logCreateToNodeReady(rec, readyAt)
+		if t.Failed() && len(oldFleet) > 0 {
+			s.logDrains(rec, oldFleet)
+		}
+	})
 	mspec := vmMachineSpec("kubelet-a", "join")
 	mspec.NodeTemplate.Taints = []corev1.Taint{realKubeletTaint}
 	s.createDeploymentOf(replicas, mspec, 1, 0)
 
 	// 1. Boot and join.
-	fleet := s.waitFleet(replicas, "kubelet-a", 25*time.Minute)
+	fleet := s.waitFleet(replicas, "kubelet-a", within(60*time.Minute))
+	oldFleet = fleet
 	s.logCreateToRunning(rec, fleet)
 	s.checkJoinedThroughCSR(fleet)
 
 	// 2. The workload and its budget.
 	s.createRealWorkload(pods, minAvailable)
-	s.waitWorkload(pods, 10*time.Minute)
+	s.waitWorkload(pods, within(15*time.Minute))
 	t.Logf("workload Ready: %s", s.workloadPlacement())
 
 	// 3. Roll to class kubelet-b.
@@ -129,9 +149,9 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	stopBounds := rec.addCheck(withinRollingBounds(replicas, 1, 0))
 	rollStart := time.Now()
 	s.rollTo("kubelet-b")
-	rolled := s.waitFleet(replicas, "kubelet-b", 45*time.Minute)
+	rolled := s.waitFleet(replicas, "kubelet-b", within(120*time.Minute))
 	stopBounds()
-	s.waitWorkload(pods, 10*time.Minute)
+	s.waitWorkload(pods, within(15*time.Minute))
 	rec.mu.Lock()
 	stopLowest := lowest
 	rec.mu.Unlock()
@@ -141,6 +161,7 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	s.logCreateToRunning(rec, rolled)
 	s.checkJoinedThroughCSR(rolled)
 	s.checkWorkloadOn(rolled)
+	s.logDrains(rec, fleet)
 	refused := s.checkDrainedBeforeVMDeleted(rec, fleet, true)
 	if refused == 0 {
 		t.Errorf("no eviction of the rollout's drains was refused: 3 pods on 2 old Nodes with a budget keeping 2, one drain should have waited for the budget")
@@ -157,7 +178,7 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	}
 	killed := time.Now()
 	t.Logf("killed the QEMU of %s (Machine %s, Node %s)", dom.name, victim.Name, nodeOf(&victim))
-	s.eventually(5*time.Minute, "Node "+nodeOf(&victim)+" Unknown through the node lifecycle controller", func() (bool, error) {
+	s.eventually(within(5*time.Minute), "Node "+nodeOf(&victim)+" Unknown through the node lifecycle controller", func() (bool, error) {
 		n := &corev1.Node{}
 		if err := k8s.Get(context.Background(), client.ObjectKey{Name: nodeOf(&victim)}, n); err != nil {
 			return false, err
@@ -170,7 +191,7 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	})
 	t.Logf("Node %s Ready Unknown (NodeStatusUnknown) %.0fs after the kill", nodeOf(&victim), time.Since(killed).Seconds())
 	s.checkLeaseStopped(nodeOf(&victim))
-	s.eventually(25*time.Minute, "the killed Machine to be replaced", func() (bool, error) {
+	s.eventually(within(60*time.Minute), "the killed Machine to be replaced", func() (bool, error) {
 		ms, err := s.machines()
 		if err != nil {
 			return false, err
@@ -185,11 +206,8 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	if u, f := slices.Index(seq, v1alpha1.PhaseUnknown), slices.Index(seq, v1alpha1.PhaseFailed); u < 0 || f < u {
 		t.Errorf("killed Machine %s went through %v, want Unknown then Failed", victim.Name, seq)
 	}
-	s.waitWorkload(pods, 10*time.Minute)
+	s.waitWorkload(pods, within(15*time.Minute))
 	t.Logf("workload Ready again: %s", s.workloadPlacement())
-
-	// Figures.
-	s.logCreateToNodeReady(rec, readyAt)
 
 	// 5. The end.
 	ctx := context.Background()
@@ -199,7 +217,7 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	if err := k8s.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "work"}}); err != nil {
 		t.Fatal(err)
 	}
-	s.eventually(5*time.Minute, "the workload's pods to be gone", func() (bool, error) {
+	s.eventually(within(5*time.Minute), "the workload's pods to be gone", func() (bool, error) {
 		list := &corev1.PodList{}
 		if err := k8s.List(ctx, list, client.InNamespace(s.ns)); err != nil {
 			return false, err
@@ -207,7 +225,7 @@ func TestVMRealKubeletFleet(t *testing.T) {
 		return len(list.Items) == 0, fmt.Errorf("pods %s", podSummary(list.Items))
 	})
 	s.scale(0)
-	s.waitFleet(0, "kubelet-b", 10*time.Minute)
+	s.waitFleet(0, "kubelet-b", within(15*time.Minute))
 	s.waitNothingLeft()
 	s.checkDrainedBeforeVMDeleted(rec, rolled, false)
 	rec.verify()
@@ -289,10 +307,8 @@ func (s *scenario) checkWorkloadOn(ms []v1alpha1.Machine) {
 // ms was deleted (the resourceVersion of its DELETED event) before the
 // Machine's deletion reached DeleteInfrastructure, the step that deletes
 // the VM, and the Machine is gone. With withPods, each Node must have had
-// a pod (else the check proves nothing); it logs each drain's pods and
-// seconds (from the first event showing the step Drain to the first
-// showing a later step) and returns how many of the drains had an
-// eviction refused (status.deletion.drain.lastRefusedTime).
+// a pod (else the check proves nothing), and it returns how many of the
+// drains had an eviction refused (status.deletion.drain.lastRefusedTime).
 func (s *scenario) checkDrainedBeforeVMDeleted(rec *recorder, ms []v1alpha1.Machine, withPods bool) (refused int) {
 	t := s.t
 	t.Helper()
@@ -304,39 +320,14 @@ func (s *scenario) checkDrainedBeforeVMDeleted(rec *recorder, ms []v1alpha1.Mach
 			t.Errorf("Machine %s is not deleted", m.Name)
 			continue
 		}
-		var infraRV int64
-		var drainStart, drainEnd time.Time
-		var refusedHere bool
-		for _, v := range rec.versions[m.Name] {
-			d := v.deletion
-			if d == nil {
-				continue
-			}
-			if d.Step == v1alpha1.StepDrain && drainStart.IsZero() {
-				drainStart = v.seen
-			}
-			if d.Drain != nil && d.Drain.LastRefusedTime != nil {
-				refusedHere = true
-			}
-			if drained(d) && drainEnd.IsZero() {
-				drainEnd = v.seen
-			}
-			if (d.Step == v1alpha1.StepDeleteInfrastructure || d.Step == v1alpha1.StepDeleteNode) && infraRV == 0 {
-				infraRV = v.rv
-			}
-		}
-		if infraRV == 0 {
+		d := rec.drainOfLocked(m.Name, node)
+		if d.infraRV == 0 {
 			t.Errorf("Machine %s was never seen at the step %s", m.Name, v1alpha1.StepDeleteInfrastructure)
 			continue
 		}
-		n := 0
 		for _, pd := range rec.podDeletions {
-			if pd.node != node {
-				continue
-			}
-			n++
-			if pd.rv > infraRV {
-				t.Errorf("pod %s on Node %s was deleted at rv %d, after Machine %s reached %s at rv %d: the VM went before its pod", pd.name, node, pd.rv, m.Name, v1alpha1.StepDeleteInfrastructure, infraRV)
+			if pd.node == node && pd.rv > d.infraRV {
+				t.Errorf("pod %s on Node %s was deleted at rv %d, after Machine %s reached %s at rv %d: the VM went before its pod", pd.name, node, pd.rv, m.Name, v1alpha1.StepDeleteInfrastructure, d.infraRV)
 			}
 		}
 		for _, p := range rec.podsLocked() {
@@ -344,17 +335,76 @@ func (s *scenario) checkDrainedBeforeVMDeleted(rec *recorder, ms []v1alpha1.Mach
 				t.Errorf("pod %s is still bound to Node %s of the deleted Machine %s", p.Name, node, m.Name)
 			}
 		}
-		if withPods && n == 0 {
+		if withPods && d.pods == 0 {
 			t.Errorf("no pod was ever deleted from Node %s of Machine %s: the check that its pods went before its VM proves nothing", node, m.Name)
 		}
-		if refusedHere {
+		if d.refused {
 			refused++
-		}
-		if withPods && !drainStart.IsZero() && !drainEnd.IsZero() {
-			t.Logf("drain of Node %s with %d pods: %.1fs (an eviction refused by the budget: %v)", node, n, drainEnd.Sub(drainStart).Seconds(), refusedHere)
 		}
 	}
 	return refused
+}
+
+// drainFigures is what the recorder saw of a Machine's drain.
+type drainFigures struct {
+	// infraRV is the resourceVersion of the first version at the step
+	// DeleteInfrastructure or later (0: never seen).
+	infraRV int64
+	// start and end: the first versions seen at the step Drain and past it.
+	start, end time.Time
+	// refused: an eviction was refused (lastRefusedTime set).
+	refused bool
+	// pods: the pods bound to its Node deleted.
+	pods int
+}
+
+// drainOfLocked returns the drain figures of Machine name, whose Node is
+// node; the recorder must be locked.
+func (r *recorder) drainOfLocked(name, node string) drainFigures {
+	var f drainFigures
+	for _, v := range r.versions[name] {
+		d := v.deletion
+		if d == nil {
+			continue
+		}
+		if d.Step == v1alpha1.StepDrain && f.start.IsZero() {
+			f.start = v.seen
+		}
+		if d.Drain != nil && d.Drain.LastRefusedTime != nil {
+			f.refused = true
+		}
+		if drained(d) && f.end.IsZero() {
+			f.end = v.seen
+		}
+		if (d.Step == v1alpha1.StepDeleteInfrastructure || d.Step == v1alpha1.StepDeleteNode) && f.infraRV == 0 {
+			f.infraRV = v.rv
+		}
+	}
+	for _, pd := range r.podDeletions {
+		if pd.node == node && (f.infraRV == 0 || pd.rv < f.infraRV) {
+			f.pods++
+		}
+	}
+	return f
+}
+
+// logDrains logs, for each Machine of ms whose drain the recorder saw
+// start, its Node's pods deleted and the drain's seconds, from the first
+// event showing the step Drain to the first showing a later step.
+func (s *scenario) logDrains(rec *recorder, ms []v1alpha1.Machine) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, m := range ms {
+		node := nodeOf(&m)
+		d := rec.drainOfLocked(m.Name, node)
+		switch {
+		case d.start.IsZero():
+		case d.end.IsZero():
+			s.t.Logf("drain of Node %s: %d pods deleted so far, not finished after %.0fs (an eviction refused by the budget: %v)", node, d.pods, time.Since(d.start).Seconds(), d.refused)
+		default:
+			s.t.Logf("drain of Node %s with %d pods: %.1fs (an eviction refused by the budget: %v)", node, d.pods, d.end.Sub(d.start).Seconds(), d.refused)
+		}
+	}
 }
 
 // checkLeaseStopped: the Node's Lease in kube-node-lease, renewed by its
