@@ -65,7 +65,22 @@ const (
 	stepZoneBack chaosStep = "zone-back" // local-b has capacity again
 	stepNothing  chaosStep = "nothing"   // let the system work
 	stepMark     chaosStep = "mark"      // another controller's annotation, label and condition on a Machine
+	// The sim's and aws's own: a Machine kept (preserve: now) and let go.
+	stepPreserve   chaosStep = "preserve"
+	stepUnpreserve chaosStep = "unpreserve"
+	// The sim's own: the InPlace strategy to another class, taken in place
+	// (tags) or refused and replaced (another instance type).
+	stepInPlace chaosStep = "in-place"
 )
+
+// chaosRolls and chaosInPlace say which class a roll and an in-place
+// update go to from each class; chaosTagged is small's VMs tagged.
+var (
+	chaosRolls   = map[string]string{"small": "large", "large": "small", "tagged": "large"}
+	chaosInPlace = map[string]string{"small": "tagged", "tagged": "small", "large": "small"}
+)
+
+const chaosTagged = `{"region":"local","zones":["local-a","local-b"],"bootDelay":"1s","bootJitter":"1s","tags":{"chaos":"in-place"}}`
 
 // chaosRun is the state of one run: the scenario, its two leader-elected
 // managers, the seeded source and what was done.
@@ -78,10 +93,14 @@ type chaosRun struct {
 	steps    map[chaosStep]int
 	replicas int32
 	class    string
-	// budget is the workload's PodDisruptionBudget check (nil on vm).
+	// budget is the workload's PodDisruptionBudget check (nil on vm), and
+	// fates its sound one.
 	budget *outageBudget
+	fates  *podFates
 	// marks are what another controller wrote on Machines.
 	marks *foreignMarks
+	// preserved are the Machines the run asked to keep (not on vm).
+	preserved *chaosPreserved
 	// minFleet and maxFleet bound the replicas a scale step picks.
 	minFleet, maxFleet int
 	zoneFull           bool
@@ -131,14 +150,17 @@ func chaosSettings(t *testing.T) (targets []string, duration time.Duration, seed
 // millwright-aws against moto: for CHAOS_DURATION (45 s each in `make
 // test`), a seeded mix of SIGKILLed and SIGSTOPped managers (a
 // leader-elected pair), a SIGKILLed driver and kube-apiserver,
-// interleaved with scale-ups and downs, rollouts back and forth, VMs
-// stopped (instances terminated) behind Millwright's back and a zone out
-// of capacity, under a workload whose PodDisruptionBudget must hold. At
-// every event the recorder sees, the budget holds; every 0.5 s, no
-// Machine has two live VMs. After the faults stop, the fleet converges
-// within 5 minutes with exactly its VMs, no Machine ever had two VMs, no
-// Machine vanished without its deletion steps and no Node was deleted
-// before its drain finished.
+// interleaved with scale-ups and downs, rollouts back and forth, in-place
+// updates (sim), Machines preserved and let go, VMs stopped (instances
+// terminated) behind Millwright's back and a zone out of capacity, under
+// a workload whose PodDisruptionBudget must hold. At every event the
+// recorder sees, the budgets hold and no preserved Machine is deleted;
+// every 0.5 s, no Machine has two live VMs. After the faults stop, the
+// fleet converges within 5 minutes with exactly its VMs, no Machine ever
+// had two VMs, no Machine vanished without its deletion steps, no Node
+// was deleted before its drain finished, and the leading manager's
+// goroutines and heap come back to their level after rounds of faults it
+// survives (chaossoak_test.go).
 func TestChaos(t *testing.T) {
 	targets, duration, seed := chaosSettings(t)
 	for _, target := range targets {
@@ -180,6 +202,7 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		limit := func(c *v1alpha1.MachineClass) { c.Spec.MaxConcurrentCreates = ptr.To(chaosCreateLimit) }
 		s.createClassWith("small", simSpec, limit)
 		s.createClassWith("large", largeSpec, limit)
+		s.createClassWith("tagged", chaosTagged, limit)
 	}
 	run.s = s
 	run.managers = []*manager{s.startManager(le...), s.startManager(le...)}
@@ -195,6 +218,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		s.createWorkload(4, 3)
 		run.budget = &outageBudget{min: 3, replicas: 4}
 		rec.addCheck(run.budget.check())
+		run.fates = newPodFates()
+		rec.addCheck(run.fates.check())
 	}
 	s.create(&v1alpha1.MachineDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: s.ns},
@@ -205,10 +230,17 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	rec.addCheck(voluntaryAtMost(1, &voluntary))
 	run.marks = newForeignMarks()
 	rec.addCheck(run.marks.kept())
+	if s.vm == nil {
+		run.preserved = &chaosPreserved{}
+		rec.addCheck(run.preserved.kept())
+	}
 	vms := s.watchVMs()
 
 	run.start = time.Now()
 	run.do(stepMark) // at least one Machine carries another controller's marks in every run
+	if run.preserved != nil {
+		run.do(stepPreserve) // and one is kept
+	}
 	for time.Since(run.start) < duration {
 		if run.rng.IntN(3) == 0 {
 			run.step()
@@ -220,6 +252,9 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	}
 	if run.zoneFull {
 		run.do(stepZoneBack)
+	}
+	if run.preserved != nil {
+		run.do(stepUnpreserve) // a kept Machine is not one of the replicas
 	}
 	lastFault := time.Now()
 	bound := chaosConvergence
@@ -239,6 +274,9 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		}
 	}
 	converged := time.Since(lastFault)
+	if s.vm == nil && !t.Failed() {
+		run.soak(3+int(duration/(5*time.Minute)), chaosConvergence)
+	}
 	twice := vms.stop()
 	rec.verify()
 	run.marks.verify(t, s.ns)
@@ -252,18 +290,23 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	}
 
 	seen := len(rec.machineNames())
+	preservedCount := 0
+	if run.preserved != nil {
+		preservedCount = run.preserved.count()
+	}
 	// The checks write voluntary: read it under the recorder's lock.
 	rec.mu.Lock()
 	checks, violations, disrupted := rec.checksRun, len(rec.violations), voluntary.max
 	rec.mu.Unlock()
-	skipped := 0
+	skipped, fates := 0, "no workload"
 	if run.budget != nil {
 		run.budget.mu.Lock()
 		skipped = run.budget.suspended
 		run.budget.mu.Unlock()
+		fates = run.fates.String()
 	}
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d; converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, skipped, vms.polls, violations, len(twice), disrupted, run.marks.count(), converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, skipped, vms.polls, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -356,16 +399,8 @@ func (r *chaosRun) fault() {
 		}
 	case faultKillDriver:
 		r.note("SIGKILL %s and start it again", r.s.driver)
-		if err := killProcess(r.s.driver); err != nil {
+		if err := r.s.crashAndRestartDriver(); err != nil {
 			t.Fatalf("chaos: %v", err)
-		}
-		switch {
-		case r.s.aws != nil:
-			r.s.startAWSDriver()
-		case r.s.vm != nil:
-			r.s.startLibvirtDriver()
-		default:
-			r.s.restartSim()
 		}
 	case faultRestartLibvirtd:
 		r.note("restart libvirtd (SIGTERM, as a service manager does; its QEMUs keep running)")
@@ -429,6 +464,12 @@ func (r *chaosRun) heal() {
 // step takes one workload step drawn from the seeded source.
 func (r *chaosRun) step() {
 	steps := []chaosStep{stepScale, stepScale, stepRoll, stepKillVM, stepNothing, stepMark}
+	if r.preserved != nil {
+		steps = append(steps, stepPreserve, stepUnpreserve)
+	}
+	if r.s.vm == nil && r.s.aws == nil {
+		steps = append(steps, stepInPlace)
+	}
 	switch {
 	case r.s.vm != nil: // one zone
 	case r.zoneFull:
@@ -449,9 +490,23 @@ func (r *chaosRun) do(step chaosStep) {
 		r.note("scale to %d", r.replicas)
 		s.scale(r.replicas)
 	case stepRoll:
-		r.class = map[string]string{"small": "large", "large": "small"}[r.class]
+		r.class = chaosRolls[r.class]
 		r.note("roll to class %s", r.class)
-		s.rollTo(r.class)
+		s.updateDeployment(func(md *v1alpha1.MachineDeployment) {
+			md.Spec.Strategy = rollingStrategy(1, 0)
+			md.Spec.Template.Spec.Class.Name = r.class
+		})
+	case stepInPlace:
+		r.class = chaosInPlace[r.class]
+		r.note("update in place to class %s", r.class)
+		s.updateDeployment(func(md *v1alpha1.MachineDeployment) {
+			md.Spec.Strategy = inPlaceStrategy(v1alpha1.InPlaceAuto, 0)
+			md.Spec.Template.Spec.Class.Name = r.class
+		})
+	case stepPreserve:
+		r.note("%s", r.preserved.preserve(s, r.rng.IntN))
+	case stepUnpreserve:
+		r.note("%s", r.preserved.release(s))
 	case stepKillVM:
 		id, machine := r.idleVM()
 		if id == "" {
@@ -680,4 +735,21 @@ func (s *scenario) workloadPods() []corev1.Pod {
 func TestChaosVM(t *testing.T) {
 	_, duration, seed := chaosSettings(t)
 	runChaos(t, "vm", duration, seed)
+}
+
+// crashAndRestartDriver SIGKILLs the scenario's driver and starts it
+// again.
+func (s *scenario) crashAndRestartDriver() error {
+	if err := killProcess(s.driver); err != nil {
+		return err
+	}
+	switch {
+	case s.aws != nil:
+		s.startAWSDriver()
+	case s.vm != nil:
+		s.startLibvirtDriver()
+	default:
+		s.restartSim()
+	}
+	return nil
 }

@@ -61,17 +61,13 @@ func (s *scenario) createDeployment(replicas int32, class string, maxSurge, maxU
 func (s *scenario) createDeploymentOf(replicas int32, spec v1alpha1.MachineSpec, maxSurge, maxUnavailable int) {
 	s.t.Helper()
 	pool := map[string]string{"pool": s.ns}
-	surge, unavailable := intstr.FromInt(maxSurge), intstr.FromInt(maxUnavailable)
 	spec.NodeTemplate.Metadata.Labels = pool
 	s.create(&v1alpha1.MachineDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: s.ns, Namespace: s.ns},
 		Spec: v1alpha1.MachineDeploymentSpec{
 			Replicas: replicas,
 			Selector: v1alpha1.LabelSelector{MatchLabels: pool},
-			Strategy: v1alpha1.MachineDeploymentStrategy{
-				Type:          v1alpha1.RollingUpdateStrategy,
-				RollingUpdate: &v1alpha1.RollingUpdateMachineDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
-			},
+			Strategy: rollingStrategy(maxSurge, maxUnavailable),
 			Template: v1alpha1.MachineTemplateSpec{
 				Metadata: v1alpha1.ObjectMeta{Labels: pool},
 				Spec:     spec,
@@ -103,6 +99,15 @@ func (s *scenario) updateDeployment(edit func(*v1alpha1.MachineDeployment)) {
 }
 
 // scale sets the MachineDeployment's replicas.
+// rollingStrategy is strategy RollingUpdate with the given bounds.
+func rollingStrategy(maxSurge, maxUnavailable int) v1alpha1.MachineDeploymentStrategy {
+	surge, unavailable := intstr.FromInt(maxSurge), intstr.FromInt(maxUnavailable)
+	return v1alpha1.MachineDeploymentStrategy{
+		Type:          v1alpha1.RollingUpdateStrategy,
+		RollingUpdate: &v1alpha1.RollingUpdateMachineDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
+	}
+}
+
 func (s *scenario) scale(replicas int32) {
 	s.t.Helper()
 	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Replicas = replicas })

@@ -78,6 +78,9 @@ type deletion struct {
 type podDeletion struct {
 	name, node string
 	rv         int64
+	// pod is its last state: the DELETED event's, or the last one seen
+	// when a relist found it gone.
+	pod *corev1.Pod
 }
 
 // The kinds a recorder follows.
@@ -205,7 +208,8 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 		}
 	case kindPod:
 		if typ == watch.Deleted {
-			r.podDeletions = append(r.podDeletions, podDeletion{name: name, node: obj.(*corev1.Pod).Spec.NodeName, rv: rv})
+			pod := obj.(*corev1.Pod)
+			r.podDeletions = append(r.podDeletions, podDeletion{name: name, node: pod.Spec.NodeName, rv: rv, pod: pod})
 		}
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)

@@ -391,7 +391,8 @@ func (s *scenario) waitMetric(m *manager, name string, want float64, labelPairs 
 	})
 }
 
-// metricValue reads one sample of a metric from the manager's /metrics.
+// metricValue reads one sample of a metric from the manager's /metrics
+// (a metric without labels when no label pairs are given).
 func metricValue(m *manager, name string, labelPairs ...string) (float64, error) {
 	code, body, err := testenv.HTTPGet("http://" + m.metrics + "/metrics")
 	if err != nil {
@@ -402,7 +403,7 @@ func metricValue(m *manager, name string, labelPairs ...string) (float64, error)
 	}
 lines:
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, name+"{") {
+		if !strings.HasPrefix(line, name+"{") && (len(labelPairs) > 0 || !strings.HasPrefix(line, name+" ")) {
 			continue
 		}
 		for i := 0; i+1 < len(labelPairs); i += 2 {

@@ -131,18 +131,21 @@ func TestVMInPlaceVersionUpgrade(t *testing.T) {
 }
 
 // createInPlaceStrategy switches the scenario's deployment to strategy
-// InPlace with maxUnavailable 1.
+// InPlace with the given orchestration (maxUnavailable 1).
 func (s *scenario) createInPlaceStrategy(orchestration v1alpha1.InPlaceOrchestration, maxFailed int32) {
 	s.t.Helper()
+	s.updateDeployment(func(md *v1alpha1.MachineDeployment) { md.Spec.Strategy = inPlaceStrategy(orchestration, maxFailed) })
+}
+
+// inPlaceStrategy is strategy InPlace with maxUnavailable 1.
+func inPlaceStrategy(orchestration v1alpha1.InPlaceOrchestration, maxFailed int32) v1alpha1.MachineDeploymentStrategy {
 	one := intstr.FromInt(1)
-	s.updateDeployment(func(md *v1alpha1.MachineDeployment) {
-		md.Spec.Strategy = v1alpha1.MachineDeploymentStrategy{
-			Type: v1alpha1.InPlaceStrategy,
-			InPlace: &v1alpha1.InPlaceMachineDeployment{
-				Orchestration: orchestration, MaxUnavailable: &one, MaxFailed: &maxFailed,
-			},
-		}
-	})
+	return v1alpha1.MachineDeploymentStrategy{
+		Type: v1alpha1.InPlaceStrategy,
+		InPlace: &v1alpha1.InPlaceMachineDeployment{
+			Orchestration: orchestration, MaxUnavailable: &one, MaxFailed: &maxFailed,
+		},
+	}
 }
 
 // checkNodeVersions: each Machine's Node reports version as its kubelet's.
