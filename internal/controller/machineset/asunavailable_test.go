@@ -78,7 +78,9 @@ func TestVictimReadyAgainNeedsAGrant(t *testing.T) {
 	})
 	// New Machines stay not Ready for 15s: the time to scale down.
 	h.Class("slow", `{"region":"local","zones":["local-a"],"bootDelay":"15s"}`)
-	set(h, "pool", 2, "slow", nil)
+	// Newest first: Ready again, the replacement is still the victim (the
+	// Random policy would pick either of two equal Machines).
+	set(h, "pool", 2, "slow", func(ms *v1alpha1.MachineSet) { ms.Spec.DeletePolicy = v1alpha1.DeletePolicyNewest })
 	waitReady(h, "pool", 2, 60*time.Second)
 	budget(h, "pool", "pool", 1)
 
