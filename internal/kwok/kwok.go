@@ -36,6 +36,7 @@ var stageFiles = []string{
 	"node-heartbeat-with-lease.yaml",
 	"node-not-ready.yaml",
 	"pod-ready.yaml",
+	"pod-ready-again.yaml",
 	"pod-complete.yaml",
 	"pod-delete.yaml",
 }

@@ -8,7 +8,7 @@ import (
 func TestConfigHasEveryStage(t *testing.T) {
 	cfg := Config("10.0.0.0/16", Leases{})
 	for _, want := range []string{"cidr: 10.0.0.0/16", "name: node-initialize", "name: node-heartbeat-with-lease",
-		"name: node-not-ready", "name: pod-ready", "name: pod-complete", "name: pod-delete",
+		"name: node-not-ready", "name: pod-ready", "name: pod-ready-again", "name: pod-complete", "name: pod-delete",
 		// The chaos Stage internal/provider/sim drives, by the keys it sets.
 		`.metadata.labels["` + NotReadyLabel + `"]`, `"` + NotReadyReasonAnnotation + `"`, `"` + NotReadyMessageAnnotation + `"`} {
 		if !strings.Contains(cfg, want) {
