@@ -99,7 +99,7 @@ e2e-cloud-image: runtime-tools vm-tools cloud-image build ## As root: boot the c
 e2e-real-kubelet: runtime-tools vm-tools kubelet-image build ## As root: a libvirt Machine of the kubelet image joins through the real kubelet's TLS bootstrap, runs a pod and is drained (TestVMRealKubelet).
 	go test -tags realkubelet -count=1 -timeout=45m -p 1 -v -run '^TestVMRealKubelet$$' $(E2E_PKG)
 
-e2e-real-kubelet-fleet: runtime-tools vm-tools kubelet-image build ## As root: 2 real-kubelet VMs run 3 pods under a PodDisruptionBudget; a rollout drains them with the budget kept at every event, a killed VM is replaced; create → Node Ready and drain figures (TestVMRealKubeletFleet, ~45 min under TCG).
+e2e-real-kubelet-fleet: runtime-tools vm-tools kubelet-image build ## As root: 2 real-kubelet VMs run 3 pods under a PodDisruptionBudget; a rollout drains them with the budget kept at every event, a killed VM is replaced; create → Node Ready and drain figures (TestVMRealKubeletFleet, an hour or more under TCG on 2 cores).
 	go test -tags realkubelet -count=1 -timeout=240m -p 1 -v -run '^TestVMRealKubeletFleet$$' $(E2E_PKG)
 
 bench: runtime-tools build ## The scale benchmark (N=1000 machines by default; N=5000 allowed): JSON lines and a table.
