@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -140,7 +141,7 @@ func voluntaryAtMost(n int, seen *voluntaryCount) check {
 			}
 			if voluntary {
 				count++
-				names = append(names, m.Name)
+				names = append(names, disruptedAs(m))
 			}
 		}
 		seen.states++
@@ -150,6 +151,26 @@ func voluntaryAtMost(n int, seen *voluntaryCount) check {
 		}
 		return ""
 	}
+}
+
+// disruptedAs names a voluntarily disrupted Machine with what made it so,
+// for a violation's report: its deletion, its in-place update, its
+// preservation.
+func disruptedAs(m *v1alpha1.Machine) string {
+	var why []string
+	if !m.DeletionTimestamp.IsZero() {
+		why = append(why, "deleting since "+m.DeletionTimestamp.UTC().Format(time.RFC3339))
+	}
+	if u := m.Status.InPlaceUpdate; u != nil {
+		why = append(why, fmt.Sprintf("in-place %s to %s", u.Phase, u.TargetSet))
+	}
+	if machinefacts.Preserved(m) {
+		why = append(why, "preserved")
+	}
+	if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil {
+		why = append(why, fmt.Sprintf("DisruptionAllowed=%s %s", c.Status, c.Reason))
+	}
+	return fmt.Sprintf("%s (%s; rv %s)", m.Name, strings.Join(why, ", "), m.ResourceVersion)
 }
 
 func cordonedInPlace(m *v1alpha1.Machine) bool {
