@@ -84,6 +84,8 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", "", "nodes", "get;list;watch;patch;delete"),
 	grants("ClusterRole millwright-manager", "", "pods", "list;delete"),
 	grants("ClusterRole millwright-manager", "", "pods/eviction", "create"),
+	// A pod the drain deletes instead of evicting gets DisruptionTarget first.
+	grants("ClusterRole millwright-manager", "", "pods/status", "patch"),
 	// The drain's rules, and the target's namespaces for their namespace selectors.
 	grants("ClusterRole millwright-manager", mwGroup, "machinedrainrules", "get;list;watch"),
 	grants("ClusterRole millwright-manager", "", "namespaces", "list"),
