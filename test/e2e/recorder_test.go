@@ -73,13 +73,11 @@ type deletion struct {
 	providerID string
 }
 
-// podDeletion is a pod's DELETED event: the Node it was bound to ("" if
-// none) and the resourceVersion of its deletion.
+// podDeletion is a pod's DELETED event: the resourceVersion of its
+// deletion and the pod's last state (the event's, or the last one seen
+// when a relist found it gone), with its name and Node.
 type podDeletion struct {
-	name, node string
-	rv         int64
-	// pod is its last state: the DELETED event's, or the last one seen
-	// when a relist found it gone.
+	rv  int64
 	pod *corev1.Pod
 }
 
@@ -208,8 +206,7 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 		}
 	case kindPod:
 		if typ == watch.Deleted {
-			pod := obj.(*corev1.Pod)
-			r.podDeletions = append(r.podDeletions, podDeletion{name: name, node: pod.Spec.NodeName, rv: rv, pod: pod})
+			r.podDeletions = append(r.podDeletions, podDeletion{rv: rv, pod: obj.(*corev1.Pod)})
 		}
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)

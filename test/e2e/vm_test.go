@@ -110,20 +110,7 @@ func TestVMLifecycle(t *testing.T) {
 		}
 		return false, fmt.Errorf("no Ready condition")
 	})
-	s.eventually(10*time.Minute, "the killed Machine to be replaced", func() (bool, error) {
-		ms, err := s.machines()
-		if err != nil {
-			return false, err
-		}
-		if slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return m.Name == victim.Name }) {
-			return false, fmt.Errorf("%s is still there:\n%s", victim.Name, s.describeMachines())
-		}
-		return s.fleetIs(ms, replicas, "large")
-	})
-	seq := rec.phasesOf()[victim.Name]
-	if u, f := slices.Index(seq, v1alpha1.PhaseUnknown), slices.Index(seq, v1alpha1.PhaseFailed); u < 0 || f < u {
-		t.Errorf("killed Machine %s went through %v, want Unknown then Failed", victim.Name, seq)
-	}
+	s.waitKilledReplaced(rec, victim.Name, replicas, "large", 10*time.Minute)
 
 	// 4. Scale to 0.
 	s.scale(0)
@@ -529,4 +516,25 @@ func (s *scenario) waitNothingLeft() {
 		qemus, relays := s.vm.qemuProcesses(), relayProcesses()
 		return len(nodes)+len(vols)+len(qemus)+len(relays) == 0, fmt.Errorf("Nodes %v, volumes %v, QEMU pids %v, relay pids %v", nodes, vols, qemus, relays)
 	})
+}
+
+// waitKilledReplaced waits until the Machine whose VM was killed is gone
+// and the fleet is replicas Machines of class again, and checks that the
+// recorder saw it go Unknown, then Failed.
+func (s *scenario) waitKilledReplaced(rec *recorder, victim string, replicas int, class string, bound time.Duration) {
+	s.t.Helper()
+	s.eventually(bound, "the killed Machine to be replaced", func() (bool, error) {
+		ms, err := s.machines()
+		if err != nil {
+			return false, err
+		}
+		if slices.ContainsFunc(ms, func(m v1alpha1.Machine) bool { return m.Name == victim }) {
+			return false, fmt.Errorf("%s is still there:\n%s", victim, s.describeMachines())
+		}
+		return s.fleetIs(ms, replicas, class)
+	})
+	seq := rec.phasesOf()[victim]
+	if u, f := slices.Index(seq, v1alpha1.PhaseUnknown), slices.Index(seq, v1alpha1.PhaseFailed); u < 0 || f < u {
+		s.t.Errorf("killed Machine %s went through %v, want Unknown then Failed", victim, seq)
+	}
 }
