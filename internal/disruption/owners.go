@@ -13,9 +13,10 @@ type ownerGroup struct {
 	replicas int32
 	// healthy: not being deleted, available, no pending grant.
 	healthy int32
-	// deleting and granted: going away, or about to (a pending grant of
-	// an available Machine).
-	deleting, granted int32
+	// deleting, cordoned and granted: disrupted by Millwright — going
+	// away, cordoned by an in-place update — or about to be (a pending
+	// grant of an available Machine).
+	deleting, cordoned, granted int32
 	// live: not being deleted, available or not.
 	live int32
 }
@@ -28,6 +29,8 @@ func (g *ownerGroup) add(m *v1alpha1.Machine, granted bool) {
 	g.live++
 	down, _ := machinefacts.Unavailable(m)
 	switch {
+	case down && machinefacts.CordonedInPlace(m):
+		g.cordoned++
 	case down:
 	case granted:
 		g.granted++
@@ -38,12 +41,15 @@ func (g *ownerGroup) add(m *v1alpha1.Machine, granted bool) {
 
 // unavailable is the larger of how far the owner is below its size
 // (missing, failed, not Ready, cordoned or granted Machines: replicas −
-// healthy) and how many of its Machines are going away (being deleted or
-// granted). The first counts a replacement that failed to be created; the
-// second, a scale-down's drains, which leave the owner at its size; a
-// Machine being replaced and its replacement not yet Ready count once.
+// healthy) and how many of its Machines Millwright disrupts (being
+// deleted, cordoned by an in-place update, or granted). The first counts a
+// replacement that failed to be created; the second, a scale-down's
+// drains, which leave the owner at its size, and an in-place update while
+// the owner has more Machines than its size (a scale-down not done yet),
+// which the first would not see; a Machine being replaced and its
+// replacement not yet Ready count once.
 func (g *ownerGroup) unavailable() int32 {
-	return max(g.replicas-g.healthy, g.deleting+g.granted, 0)
+	return max(g.replicas-g.healthy, g.deleting+g.cordoned+g.granted, 0)
 }
 
 // expected is the owner's size; for an owner scaled to 0 (or being
@@ -63,6 +69,9 @@ func (g *ownerGroup) why() string {
 	}
 	if g.deleting > 0 {
 		s += fmt.Sprintf(", %d being deleted", g.deleting)
+	}
+	if g.cordoned > 0 {
+		s += fmt.Sprintf(", %d cordoned by an in-place update", g.cordoned)
 	}
 	if g.granted > 0 {
 		s += fmt.Sprintf(", %d granted a disruption", g.granted)

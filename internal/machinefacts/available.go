@@ -95,11 +95,8 @@ func readySince(m *v1alpha1.Machine) (since time.Time, why string) {
 	case external:
 		return time.Time{}, "being remediated externally (its health check's remediation object exists)"
 	}
-	if u := m.Status.InPlaceUpdate; u != nil {
-		switch u.Phase {
-		case v1alpha1.InPlaceDraining, v1alpha1.InPlaceUpdating, v1alpha1.InPlaceWaitingForNode:
-			return time.Time{}, "in an in-place update (" + string(u.Phase) + ")"
-		}
+	if inCordonedPhase(m) {
+		return time.Time{}, "in an in-place update (" + string(m.Status.InPlaceUpdate.Phase) + ")"
 	}
 	if InPlaceStopped(m) {
 		return time.Time{}, "cordoned by an in-place update that stopped (" + string(m.Status.InPlaceUpdate.Phase) + ")"

@@ -33,6 +33,29 @@ func InPlaceStopped(m *v1alpha1.Machine) bool {
 	return u.Phase == v1alpha1.InPlaceFailed || u.Phase == v1alpha1.InPlaceRefused
 }
 
+// CordonedInPlace reports whether an in-place update keeps the Machine's
+// Node cordoned, a disruption Millwright chose: in one of the update's
+// cordoned phases (Draining, Updating, WaitingForNode), or stopped short
+// with its target still annotated (InPlaceStopped). Such a Machine is
+// Unavailable.
+func CordonedInPlace(m *v1alpha1.Machine) bool {
+	return inCordonedPhase(m) || InPlaceStopped(m)
+}
+
+// inCordonedPhase: the update's phase is one that cordons the Node,
+// whatever target it was for.
+func inCordonedPhase(m *v1alpha1.Machine) bool {
+	u := m.Status.InPlaceUpdate
+	if u == nil {
+		return false
+	}
+	switch u.Phase {
+	case v1alpha1.InPlaceDraining, v1alpha1.InPlaceUpdating, v1alpha1.InPlaceWaitingForNode:
+		return true
+	}
+	return false
+}
+
 // forTarget: the status describes the update to the annotated target (a
 // status left from an earlier target, or from a cleared one, does not).
 func forTarget(m *v1alpha1.Machine, u *v1alpha1.InPlaceUpdateStatus) bool {

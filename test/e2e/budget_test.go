@@ -111,10 +111,10 @@ type voluntaryCount struct{ max, states int }
 
 // voluntaryAtMost is the budget's invariant: at most n Machines are
 // voluntarily disrupted. A Machine is voluntarily disrupted while it is
-// unavailable by the one definition (machinefacts.Unavailable)
-// for a disruption Millwright chose — being deleted, or cordoned for an
-// in-place update — and was available when that started: not Failed, not
-// marked by a health check, Ready. Decided when the disruption is first
+// unavailable by the one definition (machinefacts.Unavailable) for a
+// disruption Millwright chose — being deleted, or cordoned by an in-place
+// update (machinefacts.CordonedInPlace) — and was available when that
+// started: not Failed, not marked by a health check, Ready. Decided when the disruption is first
 // observed and kept until the Machine is gone, so a Node deleted during
 // the drain does not make it involuntary. A failure, a NotReady Node, a
 // Machine not yet Ready and a failure's replacement are involuntary: the
@@ -127,7 +127,7 @@ func voluntaryAtMost(n int, seen *voluntaryCount) check {
 		var names []string
 		for _, m := range r.machinesLocked() {
 			down, _ := machinefacts.Unavailable(m)
-			disrupted := !m.DeletionTimestamp.IsZero() || cordonedInPlace(m)
+			disrupted := !m.DeletionTimestamp.IsZero() || machinefacts.CordonedInPlace(m)
 			if !down || !disrupted {
 				delete(decided, m.Name)
 				continue
@@ -171,11 +171,6 @@ func disruptedAs(m *v1alpha1.Machine) string {
 		why = append(why, fmt.Sprintf("DisruptionAllowed=%s %s", c.Status, c.Reason))
 	}
 	return fmt.Sprintf("%s (%s; rv %s)", m.Name, strings.Join(why, ", "), m.ResourceVersion)
-}
-
-func cordonedInPlace(m *v1alpha1.Machine) bool {
-	u := m.Status.InPlaceUpdate
-	return u != nil && (u.Phase == v1alpha1.InPlaceDraining || u.Phase == v1alpha1.InPlaceUpdating || u.Phase == v1alpha1.InPlaceWaitingForNode)
 }
 
 // createPoolDeployment creates a MachineDeployment called name of class,
