@@ -20,8 +20,7 @@ func (r *Reconciler) setMachineConditions(ctx context.Context, m *v1alpha1.Machi
 	w := patch.New(r.Client, m,
 		patch.WithOwnedConditions(v1alpha1.HealthCheckSucceededCondition, v1alpha1.OwnerRemediatedCondition),
 		patch.WithReader(r.APIReader))
-	c := metav1.Condition{Type: v1alpha1.HealthCheckSucceededCondition, Status: metav1.ConditionTrue,
-		Reason: ReasonSucceeded, Message: "the Machine passes its health check"}
+	c := passing()
 	switch {
 	case v.reason == ReasonSelectionConflict:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, v.reason, v.message
@@ -53,12 +52,57 @@ func (r *Reconciler) recovered(ctx context.Context, mhc *v1alpha1.MachineHealthC
 	w := patch.New(r.Client, m,
 		patch.WithOwnedConditions(v1alpha1.HealthCheckSucceededCondition, v1alpha1.OwnerRemediatedCondition),
 		patch.WithReader(r.APIReader))
-	setCondition(&m.Status.Conditions, metav1.Condition{Type: v1alpha1.HealthCheckSucceededCondition, Status: metav1.ConditionTrue,
-		Reason: ReasonSucceeded, Message: "the Machine passes its health check"}, m.Generation, now)
+	markPassing(m, now)
+	return client.IgnoreNotFound(w.PatchStatus(ctx, m))
+}
+
+// passing is the HealthCheckSucceeded condition of a Machine that passes.
+func passing() metav1.Condition {
+	return metav1.Condition{Type: v1alpha1.HealthCheckSucceededCondition, Status: metav1.ConditionTrue,
+		Reason: ReasonSucceeded, Message: "the Machine passes its health check"}
+}
+
+// markPassing records on m that it passes: HealthCheckSucceeded True and,
+// unless it is Failed, no OwnerRemediated.
+func markPassing(m *v1alpha1.Machine, now time.Time) {
+	setCondition(&m.Status.Conditions, passing(), m.Generation, now)
 	if m.Status.FailureReason == "" {
 		meta.RemoveStatusCondition(&m.Status.Conditions, v1alpha1.OwnerRemediatedCondition)
 	}
-	return client.IgnoreNotFound(w.PatchStatus(ctx, m))
+}
+
+// recordedPassing reports whether markPassing would change nothing of m:
+// the check of a Machine that passes and passed before, made without
+// copying it (TestRecordedPassingIsMarkPassing).
+func recordedPassing(m *v1alpha1.Machine) bool {
+	want := passing()
+	c := findCondition(m, want.Type)
+	return c != nil && c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message &&
+		c.ObservedGeneration == m.Generation &&
+		(m.Status.FailureReason != "" || findCondition(m, v1alpha1.OwnerRemediatedCondition) == nil)
+}
+
+// remediationGrants names the Machines of the namespace a budget granted
+// a remediation, read from the cache without copies: a Machine that
+// passes with none and waits for none has nothing for Gate.Withdraw to
+// withdraw, and its budgets are not read for it.
+func (r *Reconciler) remediationGrants(ctx context.Context, namespace string) (map[string]bool, error) {
+	if r.Gate == nil {
+		return nil, nil
+	}
+	list := &v1alpha1.MachineDisruptionBudgetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for i := range list.Items {
+		for _, d := range list.Items[i].Status.DisruptedMachines {
+			if d.Kind == v1alpha1.DisruptionRemediation {
+				out[d.Name] = true
+			}
+		}
+	}
+	return out, nil
 }
 
 // start remediates one unhealthy Machine.

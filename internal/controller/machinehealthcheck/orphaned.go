@@ -18,7 +18,7 @@ import (
 // the namespace is searched rather than the deleted check's selection.
 func (r *Reconciler) withdrawOrphaned(ctx context.Context, namespace string) error {
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(namespace)); err != nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var checks *v1alpha1.MachineHealthCheckList

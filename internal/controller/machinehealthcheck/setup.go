@@ -33,7 +33,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		// start or end a conflict over the same Machines.
 		Watches(&v1alpha1.MachineHealthCheck{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, checkList, true)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks),
+			builder.WithPredicates(checkedChanged())).
 		// A budget's recount may free the disruption a remediation waits
 		// for, in any health check of its namespace.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, checkList, false)),
