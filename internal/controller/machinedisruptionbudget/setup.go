@@ -34,9 +34,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&v1alpha1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, budgetList, false)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Machine's labels (selection) and status (availability) change
-		// its budgets' counts; both old and new labels are mapped, so that
+		// its budgets' counts, and only what a budget reads wakes them
+		// (countedChanged); both old and new labels are mapped, so that
 		// a Machine leaving a budget is uncounted there.
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToBudgets)).
+		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToBudgets),
+			builder.WithPredicates(countedChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
