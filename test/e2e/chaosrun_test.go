@@ -235,6 +235,7 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		rec.addCheck(run.preserved.kept())
 	}
 	vms := s.watchVMs()
+	volumes := s.attachVolumes()
 
 	run.start = time.Now()
 	run.do(stepMark) // at least one Machine carries another controller's marks in every run
@@ -278,6 +279,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		run.soak(3+int(duration/(5*time.Minute)), chaosConvergence)
 	}
 	twice := vms.stop()
+	attached, released, early := volumes.stop(rec, vms)
+	twice = append(twice, early...)
 	rec.verify()
 	run.marks.verify(t, s.ns)
 	created, deleted := s.checkOneVMEach()
@@ -305,8 +308,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		run.budget.mu.Unlock()
 		fates = run.fates.String()
 	}
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls), violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, skipped, vms.polls, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls); VolumeAttachments attached %d, released %d; violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, skipped, vms.polls, attached, released, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -665,18 +668,21 @@ func (r *chaosRun) simPost(path string) error {
 	return nil
 }
 
-// vmWatch polls the sim's VMs and records every time a Machine had two
-// live VMs at once.
+// vmWatch polls the target's VMs and records every time a Machine had
+// two live VMs at once, and when each Machine's VM was last seen.
 type vmWatch struct {
 	stopc chan struct{}
 	done  sync.WaitGroup
 	mu    sync.Mutex
 	polls int
 	twice []string
+	// lastSeen is, by Machine, when the last poll that listed its VM
+	// began.
+	lastSeen map[string]time.Time
 }
 
 func (s *scenario) watchVMs() *vmWatch {
-	w := &vmWatch{stopc: make(chan struct{})}
+	w := &vmWatch{stopc: make(chan struct{}), lastSeen: map[string]time.Time{}}
 	w.done.Add(1)
 	go func() {
 		defer w.done.Done()
@@ -686,6 +692,7 @@ func (s *scenario) watchVMs() *vmWatch {
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
+			began := time.Now()
 			vms, err := s.vms()
 			if err != nil {
 				continue // the sim is down for a moment
@@ -698,6 +705,9 @@ func (s *scenario) watchVMs() *vmWatch {
 			}
 			w.mu.Lock()
 			w.polls++
+			for name := range byMachine {
+				w.lastSeen[name] = began
+			}
 			for name, ids := range byMachine {
 				if len(ids) > 1 && len(w.twice) < 50 {
 					w.twice = append(w.twice, fmt.Sprintf("Machine %s had %d live VMs at once: %v", name, len(ids), ids))
