@@ -103,19 +103,23 @@ func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthChe
 	if err := r.Client.List(ctx, machines, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
+	// Each selector parsed once, not once per Machine.
+	own, selects := machinefacts.HealthCheckSelector(mhc)
+	selecting := machinefacts.NewHealthCheckSelectors(checks.Items)
 	var out []*target
 	for i := range machines.Items {
 		m := &machines.Items[i]
+		set := labels.Set(m.Labels)
 		// A preserved failed Machine is remediated already (its
 		// replacement exists) and kept for debugging: like one being
 		// deleted, it is neither expected, unhealthy nor in flight, or it
 		// would hold maxInFlight and the short-circuit for the whole
 		// preserve timeout (docs/health-checks.md).
-		if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !machinefacts.HealthCheckSelects(mhc, labels.Set(m.Labels)) {
+		if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !selects || !own.Matches(set) {
 			continue
 		}
 		t := &target{machine: m}
-		for _, name := range machinefacts.HealthChecksSelecting(checks.Items, m) {
+		for _, name := range selecting.Selecting(set) {
 			if name != mhc.Name {
 				t.conflict = append(t.conflict, name)
 			}
