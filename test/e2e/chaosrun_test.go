@@ -68,9 +68,15 @@ const (
 	// The sim's and aws's own: a Machine kept (preserve: now) and let go.
 	stepPreserve   chaosStep = "preserve"
 	stepUnpreserve chaosStep = "unpreserve"
-	// The sim's own: the InPlace strategy to another class, taken in place
-	// (tags) or refused and replaced (another instance type).
+	// The sim's and aws's own: the InPlace strategy to another class,
+	// taken in place (tags) or refused and replaced (another instance
+	// type).
 	stepInPlace chaosStep = "in-place"
+	// The vm target's own: a running VM's network link set down for good,
+	// a Node cut off from the API server while its VM runs (the
+	// split-brain case): its Machine is replaced, and its volumes must
+	// stay attached until its VM is gone (chaosvolumes_test.go).
+	stepCutVM chaosStep = "cut-vm"
 )
 
 // chaosRolls and chaosInPlace say which class a roll and an in-place
@@ -183,6 +189,7 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		s = newAWSScenario(t, "chaosaws")
 		s.createAWSClass("small", s.aws.awsSpec())
 		s.createAWSClass("large", strings.Replace(s.aws.awsSpec(), `"t3.micro"`, `"t3.small"`, 1))
+		s.createAWSClass("tagged", strings.TrimSuffix(s.aws.awsSpec(), "}")+`,"tags":{"chaos":"in-place"}}`)
 	case "vm":
 		// Real VMs under TCG on two cores: a small fleet, no workload
 		// (the node agent runs no pods), libvirtd restarted by this process.
@@ -225,6 +232,20 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: s.ns},
 		Spec: v1alpha1.MachineDisruptionBudgetSpec{Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": s.ns}},
 			MaxUnavailable: intstr.FromInt32(1)},
+	})
+	// A health check over the pool beside each Machine's own health
+	// timeout: whichever sees a NotReady Node for 20 s first has the
+	// Machine replaced (a remediation, under the budget above).
+	unhealthyFor := metav1.Duration{Duration: 20 * time.Second}
+	s.create(&v1alpha1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: s.ns},
+		Spec: v1alpha1.MachineHealthCheckSpec{
+			Selector: v1alpha1.LabelSelector{MatchLabels: map[string]string{"pool": s.ns}},
+			Checks: v1alpha1.MachineHealthCheckChecks{UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
+				{Type: string(corev1.NodeReady), Status: string(corev1.ConditionFalse), Timeout: unhealthyFor},
+				{Type: string(corev1.NodeReady), Status: string(corev1.ConditionUnknown), Timeout: unhealthyFor},
+			}},
+		},
 	})
 	var voluntary voluntaryCount
 	rec.addCheck(voluntaryAtMost(1, &voluntary))
@@ -308,8 +329,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		run.budget.mu.Unlock()
 		fates = run.fates.String()
 	}
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls); VolumeAttachments attached %d, released %d; violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), seen, created, deleted, checks, skipped, vms.polls, attached, released, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; in-place updates ended (Machines) %s; Machines failed, by reason, %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d budget checks skipped in API server outages) + %d (VM polls); VolumeAttachments attached %d, released %d; violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), counts(rec.inPlaceEnds()), counts(rec.failures()), seen, created, deleted, checks, skipped, vms.polls, attached, released, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}
@@ -470,11 +491,12 @@ func (r *chaosRun) step() {
 	if r.preserved != nil {
 		steps = append(steps, stepPreserve, stepUnpreserve)
 	}
-	if r.s.vm == nil && r.s.aws == nil {
+	if r.s.vm == nil {
 		steps = append(steps, stepInPlace)
 	}
 	switch {
 	case r.s.vm != nil: // one zone
+		steps = append(steps, stepCutVM)
 	case r.zoneFull:
 		steps = append(steps, stepZoneBack)
 	default:
@@ -519,6 +541,16 @@ func (r *chaosRun) do(step chaosStep) {
 		r.note("stop VM %s of Machine %s behind Millwright's back", id, machine)
 		if err := r.stopVM(id); err != nil {
 			r.note("stopping VM %s: %v", id, err)
+		}
+	case stepCutVM:
+		id, machine := r.idleVM()
+		if id == "" {
+			r.note("cut a VM off: none runs with a Node")
+			return
+		}
+		r.note("cut VM %s of Machine %s off the network for good (its link down), while it runs", id, machine)
+		if err := s.vm.setLink(id, false); err != nil {
+			r.note("cutting VM %s off: %v", id, err)
 		}
 	case stepZoneFull, stepZoneBack:
 		r.note("%s: a zone out of capacity, or back", step)

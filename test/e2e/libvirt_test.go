@@ -250,6 +250,34 @@ func (w *vmWorld) killQEMU(name string) error {
 	return syscall.Kill(pid, syscall.SIGKILL)
 }
 
+// setLink sets the link of a running domain's network interface up or
+// down, as a pulled cable or a partitioned network would: the VM runs on,
+// and every connection it has or opens goes nowhere.
+func (w *vmWorld) setLink(name string, up bool) error {
+	d, err := w.l.DomainLookupByName(name)
+	if err != nil {
+		return err
+	}
+	x, err := w.l.DomainGetXMLDesc(d, 0)
+	if err != nil {
+		return err
+	}
+	var dom libvirtxml.Domain
+	if err := dom.Unmarshal(x); err != nil {
+		return err
+	}
+	if dom.Devices == nil || len(dom.Devices.Interfaces) == 0 {
+		return fmt.Errorf("domain %s has no network interface", name)
+	}
+	iface := dom.Devices.Interfaces[0]
+	iface.Link = &libvirtxml.DomainInterfaceLink{State: map[bool]string{true: "up", false: "down"}[up]}
+	ix, err := iface.Marshal()
+	if err != nil {
+		return err
+	}
+	return w.l.DomainUpdateDeviceFlags(d, ix, golibvirt.DomainDeviceModifyLive)
+}
+
 // qemuPID is the pid of a running domain's QEMU, from libvirt's pid file.
 func qemuPID(name string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(qemuPIDDir, name+".pid"))

@@ -62,6 +62,7 @@ type machineVersion struct {
 	// seen is when the recorder received this version.
 	seen                          time.Time
 	phase                         v1alpha1.MachinePhase
+	inPlace                       v1alpha1.InPlaceUpdatePhase
 	op                            v1alpha1.LastOperation
 	failureReason, failureMessage string
 }
@@ -211,7 +212,7 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)
 		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: nodeOf(m), providerID: m.Spec.ProviderID, deletion: m.Status.Deletion,
-			seen: time.Now(), phase: m.Status.Phase, op: m.Status.LastOperation, failureReason: m.Status.FailureReason, failureMessage: m.Status.FailureMessage})
+			seen: time.Now(), phase: m.Status.Phase, inPlace: inPlacePhase(m), op: m.Status.LastOperation, failureReason: m.Status.FailureReason, failureMessage: m.Status.FailureMessage})
 		if p := r.phases[name]; m.Status.Phase != "" && (len(p) == 0 || p[len(p)-1] != m.Status.Phase) {
 			r.phases[name] = append(p, m.Status.Phase)
 		}
@@ -242,6 +243,52 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 			r.violations = append(r.violations, fmt.Sprintf("%s (after %s %s %s rv %d)", v, typ, kind, name, rv))
 		}
 	}
+}
+
+// inPlacePhase is the phase of a Machine's in-place update, "" for none.
+func inPlacePhase(m *v1alpha1.Machine) v1alpha1.InPlaceUpdatePhase {
+	if u := m.Status.InPlaceUpdate; u != nil {
+		return u.Phase
+	}
+	return ""
+}
+
+// inPlaceEnds counts the Machines seen ending an in-place update, by
+// how it ended (Succeeded, Failed, Refused).
+func (r *recorder) inPlaceEnds() map[v1alpha1.InPlaceUpdatePhase]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[v1alpha1.InPlaceUpdatePhase]int{}
+	for _, vs := range r.versions {
+		ended := map[v1alpha1.InPlaceUpdatePhase]bool{}
+		for _, v := range vs {
+			switch v.inPlace {
+			case v1alpha1.InPlaceSucceeded, v1alpha1.InPlaceFailed, v1alpha1.InPlaceRefused:
+				ended[v.inPlace] = true
+			}
+		}
+		for phase := range ended {
+			out[phase]++
+		}
+	}
+	return out
+}
+
+// failures counts the Machines seen Failed, by their failure reason
+// (the machine controller's HealthTimeout, a MachineHealthCheck's, ...).
+func (r *recorder) failures() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for _, vs := range r.versions {
+		for _, v := range vs {
+			if v.failureReason != "" {
+				out[v.failureReason]++
+				break
+			}
+		}
+	}
+	return out
 }
 
 // machinesLocked returns the current Machines; the recorder must be locked.
