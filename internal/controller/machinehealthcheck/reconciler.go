@@ -92,8 +92,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // targets lists the Machines the health check selects (those being
 // deleted are already on their way out), with their Nodes, the other
 // health checks selecting each, and the verdict of the checks. The
-// Machines are the cache's, not copies (docs/architecture.md, "Reading
-// objects"): they are to be read; remediate copies the ones it writes.
+// Machines are not deep copies (docs/architecture.md, "Reading objects"):
+// their labels, annotations and status share the cache's memory, to be
+// read only; remediate copies the ones it writes.
 func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, now time.Time) ([]*target, error) {
 	checks := &v1alpha1.MachineHealthCheckList{}
 	if err := r.Client.List(ctx, checks, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
