@@ -21,7 +21,8 @@ type podClass int
 const (
 	// classStays: DaemonSet and mirror pods, which stay on the Node.
 	classStays podClass = iota
-	// classGone: the pod finished (Succeeded or Failed) and counts as gone.
+	// classGone: the pod finished (Succeeded or Failed), is not being
+	// deleted, and counts as gone.
 	classGone
 	// classPlain: a pod without persistent volumes, evicted in parallel.
 	classPlain
@@ -37,7 +38,12 @@ func classify(pod *corev1.Pod) podClass {
 	if owner := metav1.GetControllerOf(pod); owner != nil && owner.Kind == "DaemonSet" {
 		return classStays
 	}
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	// A finished pod left on the Node (a Job's, until its TTL) is gone. A
+	// finished pod being deleted is not yet: the kubelet gives a deleted
+	// pod a terminal phase once its containers stopped, and removes it
+	// only after it has unmounted its volumes and torn down its sandbox;
+	// the VM must not go before that (kubectl drain waits for the same).
+	if (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) && !leaving(pod) {
 		return classGone
 	}
 	if len(claimNames(pod)) > 0 {

@@ -85,6 +85,8 @@ func TestClassify(t *testing.T) {
 		{"succeeded pod is gone", pod("ns", "a", phase(corev1.PodSucceeded)), classGone},
 		{"failed pod is gone", pod("ns", "a", phase(corev1.PodFailed)), classGone},
 		{"finished pod with a claim is gone", pod("ns", "a", claim("c"), phase(corev1.PodFailed)), classGone},
+		{"finished pod being deleted has not left yet", pod("ns", "a", phase(corev1.PodFailed), deleting(30)), classPlain},
+		{"finished pod with a claim being deleted has not left yet", pod("ns", "a", claim("c"), phase(corev1.PodSucceeded), deleting(30)), classVolumes},
 		{"finished DaemonSet pod stays", pod("ns", "a", owned("DaemonSet", true), phase(corev1.PodSucceeded)), classStays},
 		{"running pod is plain", pod("ns", "a", phase(corev1.PodRunning)), classPlain},
 		{"claim", pod("ns", "a", claim("c"), emptyDir), classVolumes},

@@ -121,3 +121,41 @@ func TestDrainSeesPodsInAllNamespaces(t *testing.T) {
 	mustBeGone(t, a, b)
 	mustExistUntouched(t, elsewhere)
 }
+
+// A deleted pod whose containers stopped is still waited for: the kubelet
+// gives it a terminal phase first and removes it only once it has
+// unmounted its volumes and torn down its sandbox. Only then may the VM
+// go (a real kubelet's VM was deleted between the two before).
+func TestDrainWaitsForDeletedPodInTerminalPhase(t *testing.T) {
+	ns := newNamespace(t)
+	node := newNode(t, false) // no kwok: the deleted pod stays until the test lets it go
+	pod := newPod(t, ns, node.Name, "stopping", withFinalizer)
+	if err := env.Client.Delete(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := exists(t, pod)
+	if !ok {
+		t.Fatal("the deleted pod is gone already")
+	}
+	got.Status.Phase = corev1.PodFailed // what the kubelet writes once the containers stopped
+	if err := env.Client.Status().Update(t.Context(), got); err != nil {
+		t.Fatal(err)
+	}
+	status := &v1alpha1.DrainStatus{}
+	opts := drain.Options{NodeName: node.Name}
+	if res := step(t, status, opts); res.Done || res.Remaining != 1 || res.Evicted != 0 {
+		t.Fatalf("step with a deleted pod in phase Failed: %+v, want not done, 1 remaining, nothing evicted", res)
+	}
+	// The kubelet's last word: the delete with grace period 0.
+	if err := env.Client.Delete(t.Context(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = exists(t, pod)
+	release := client.MergeFrom(got.DeepCopy())
+	got.Finalizers = nil
+	if err := env.Client.Patch(t.Context(), got, release); err != nil {
+		t.Fatal(err)
+	}
+	stepUntilDone(t, status, opts, nil)
+	mustBeGone(t, pod)
+}
