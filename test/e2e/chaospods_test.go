@@ -92,3 +92,57 @@ func (f *podFates) String() string {
 	return fmt.Sprintf("workload pods evicted %d, deleted past their budget by a drain %d, taken by Kubernetes %d, gone unseen %d",
 		f.evicted, f.drainDeleted, f.involuntary, f.unseen)
 }
+
+// outageBudget is the PodDisruptionBudget's invariant under a chaos run:
+// at least min pods of the workload are available, except in an outage:
+// from a kube-apiserver kill, or a Node of the scenario seen not Ready,
+// until every pod is available again. An API server outage of a few
+// seconds lets the kubelets' Leases lapse, and so does a starved kwok on
+// a loaded machine: kube-controller-manager marks the Nodes NotReady and
+// their pods not Ready, and the pods are Ready again only some seconds
+// after their Nodes. That loss is involuntary, which no
+// PodDisruptionBudget covers; it lowers what the budget grants, and the
+// eviction API then refuses Millwright's drains. What Millwright itself
+// deletes is judged one pod at a time, outages or not (podFates,
+// docs/reliability.md).
+type outageBudget struct {
+	min, replicas int
+	mu            sync.Mutex
+	outage        bool
+	suspended     int // checks skipped in outages
+}
+
+// apiServerKilled starts an outage window (a Node seen not Ready starts
+// one too).
+func (b *outageBudget) apiServerKilled() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.outage = true
+}
+
+func (b *outageBudget) check() check {
+	return func(r *recorder) string {
+		n := 0
+		for _, p := range r.podsLocked() {
+			if p.Labels["app"] == "work" && podAvailable(p) {
+				n++
+			}
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, o := range r.objs[kindNode] {
+			if !nodeReady(o.(*corev1.Node)) {
+				b.outage = true
+			}
+		}
+		if b.outage {
+			b.outage = n < b.replicas
+			b.suspended++
+			return ""
+		}
+		if n < b.min {
+			return fmt.Sprintf("only %d pods of the workload available, the budget keeps %d", n, b.min)
+		}
+		return ""
+	}
+}
