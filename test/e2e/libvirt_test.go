@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,9 @@ type vmWorld struct {
 	kernel, initramfs string
 	// driverArgs are millwright-libvirt's flags.
 	driverArgs []string
+	// images are the volumes the scenario put in its pool itself (a cloud
+	// image's disk, cloudImageSpec): no Machine's, so never "left".
+	images []string
 }
 
 // newVMScenario creates namespace name and starts millwright-libvirt for
@@ -310,7 +314,7 @@ func relayProcesses() []int {
 	return testenv.Pids(func(cmd []byte) bool { return bytes.HasPrefix(cmd, prefix) && bytes.HasSuffix(cmd, suffix) })
 }
 
-// volumes lists the volumes of the scenario's pool.
+// volumes lists the volumes of the scenario's pool but its own images.
 func (w *vmWorld) volumes() ([]string, error) {
 	pool, err := w.l.StoragePoolLookupByName(w.pool)
 	if err != nil {
@@ -325,7 +329,9 @@ func (w *vmWorld) volumes() ([]string, error) {
 	}
 	var names []string
 	for _, v := range vols {
-		names = append(names, v.Name)
+		if !slices.Contains(w.images, v.Name) {
+			names = append(names, v.Name)
+		}
 	}
 	return names, nil
 }

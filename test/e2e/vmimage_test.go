@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -36,6 +37,9 @@ func (w *vmWorld) cloudImageSpec(t *testing.T, img, memory string) string {
 	}
 	if _, err := w.l.StorageVolLookupByName(pool, disk); err != nil {
 		t.Fatalf("the image is not a volume of pool %s: %v", w.pool, err)
+	}
+	if !slices.Contains(w.images, disk) {
+		w.images = append(w.images, disk)
 	}
 	return fmt.Sprintf(`{"cpus":1,"memory":%q,"domainType":"qemu","kernel":%q,"initramfs":%q,"cmdline":"console=ttyS0 root=/dev/vda rw panic=-1","image":%q,"pool":%q,"shutdownGracePeriod":"30s","network":{"user":%s}}`,
 		memory, filepath.Join(w.dir, "cloud-vmlinuz"), filepath.Join(w.dir, "cloud-initrd.img"), disk, w.pool, vmNetwork())

@@ -135,14 +135,21 @@ func TestVMRealKubeletFleet(t *testing.T) {
 	lowest := pods
 	stopBudget := rec.addCheck(func(r *recorder) string {
 		n := 0
+		var down []string
 		for _, p := range r.podsLocked() {
-			if p.Labels["app"] == "work" && podAvailable(p) {
+			if p.Labels["app"] != "work" {
+				continue
+			}
+			if podAvailable(p) {
 				n++
+			} else {
+				down = append(down, whyUnavailable(r, p))
 			}
 		}
 		lowest = min(lowest, n)
 		if n < minAvailable {
-			return fmt.Sprintf("only %d pods of the workload Ready and not being deleted, the PodDisruptionBudget keeps %d", n, minAvailable)
+			slices.Sort(down)
+			return fmt.Sprintf("only %d pods of the workload Ready and not being deleted, the PodDisruptionBudget keeps %d; the others: %s", n, minAvailable, strings.Join(down, "; "))
 		}
 		return ""
 	})
@@ -221,6 +228,29 @@ func TestVMRealKubeletFleet(t *testing.T) {
 // logConsolesOnFailure logs the last lines of every VM's console (where
 // the kubelet logs) when the test fails; registered after the scenario's
 // cleanups, it runs before them.
+// whyUnavailable names a workload pod that is not available and why: its
+// deletion, its Ready condition's reason and message, and whether its
+// Node is Ready (kube-controller-manager marks the pods of a NotReady
+// Node not Ready: an involuntary disruption). The recorder must be
+// locked.
+func whyUnavailable(r *recorder, p *corev1.Pod) string {
+	why := []string{"phase " + string(p.Status.Phase)}
+	if p.DeletionTimestamp != nil {
+		why = append(why, "being deleted")
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			why = append(why, fmt.Sprintf("Ready=%s %s %s", c.Status, c.Reason, c.Message))
+		}
+	}
+	if n, ok := r.objs[kindNode][p.Spec.NodeName].(*corev1.Node); ok {
+		why = append(why, fmt.Sprintf("Node %s Ready=%t", n.Name, nodeReady(n)))
+	} else if p.Spec.NodeName != "" {
+		why = append(why, "Node "+p.Spec.NodeName+" gone")
+	}
+	return fmt.Sprintf("%s (%s)", p.Name, strings.Join(why, ", "))
+}
+
 func (s *scenario) logConsolesOnFailure() {
 	t := s.t
 	t.Cleanup(func() {
