@@ -533,25 +533,10 @@ func (r *chaosRun) do(step chaosStep) {
 	case stepUnpreserve:
 		r.note("%s", r.preserved.release(s))
 	case stepKillVM:
-		id, machine := r.idleVM()
-		if id == "" {
-			r.note("stop a VM: every Node runs workload pods, none stopped")
-			return
-		}
-		r.note("stop VM %s of Machine %s behind Millwright's back", id, machine)
-		if err := r.stopVM(id); err != nil {
-			r.note("stopping VM %s: %v", id, err)
-		}
+		r.onIdleVM("stop VM %s of Machine %s behind Millwright's back", r.stopVM)
 	case stepCutVM:
-		id, machine := r.idleVM()
-		if id == "" {
-			r.note("cut a VM off: none runs with a Node")
-			return
-		}
-		r.note("cut VM %s of Machine %s off the network for good (its link down), while it runs", id, machine)
-		if err := s.vm.setLink(id, false); err != nil {
-			r.note("cutting VM %s off: %v", id, err)
-		}
+		r.onIdleVM("cut VM %s of Machine %s off the network for good (its link down), while it runs",
+			func(id string) error { return s.vm.setLink(id, false) })
 	case stepZoneFull, stepZoneBack:
 		r.note("%s: a zone out of capacity, or back", step)
 		r.zone(step == stepZoneFull)
@@ -575,6 +560,20 @@ func (r *chaosRun) do(step chaosStep) {
 		if err := r.marks.mark(s.ns, name); err != nil {
 			r.note("marking %s: %v", name, err)
 		}
+	}
+}
+
+// onIdleVM does act to an idle VM (idleVM), noted as what says with the
+// VM's ID and its Machine's name.
+func (r *chaosRun) onIdleVM(what string, act func(id string) error) {
+	id, machine := r.idleVM()
+	if id == "" {
+		r.note("%s: no running VM with a Node free of workload pods", strings.Fields(what)[0])
+		return
+	}
+	r.note(what, id, machine)
+	if err := act(id); err != nil {
+		r.note("VM %s: %v", id, err)
 	}
 }
 

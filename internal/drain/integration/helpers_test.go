@@ -96,6 +96,17 @@ func withFinalizer(p *corev1.Pod) {
 }
 
 // newPod creates a pod bound to node (no scheduler runs).
+// releaseFinalizers removes the finalizers of pod (as last read) with a
+// merge patch: kwok writes the pod's status concurrently.
+func releaseFinalizers(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	release := client.MergeFrom(pod.DeepCopy())
+	pod.Finalizers = nil
+	if err := env.Client.Patch(t.Context(), pod, release); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newPod(t *testing.T, ns, node, name string, opts ...podOption) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{

@@ -94,12 +94,7 @@ func TestDrainWaitsForLeavingPod(t *testing.T) {
 	if res := step(t, status, opts); res.Deleted != 0 || res.Done {
 		t.Fatalf("second forced step: %+v, want no repeated delete and not done", res)
 	}
-	// A merge patch: kwok writes the pod's status concurrently.
-	release := client.MergeFrom(got.DeepCopy())
-	got.Finalizers = nil
-	if err := env.Client.Patch(t.Context(), got, release); err != nil {
-		t.Fatal(err)
-	}
+	releaseFinalizers(t, got)
 	stepUntilDone(t, status, opts, nil)
 	mustBeGone(t, pod)
 }
@@ -151,11 +146,7 @@ func TestDrainWaitsForDeletedPodInTerminalPhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = exists(t, pod)
-	release := client.MergeFrom(got.DeepCopy())
-	got.Finalizers = nil
-	if err := env.Client.Patch(t.Context(), got, release); err != nil {
-		t.Fatal(err)
-	}
+	releaseFinalizers(t, got)
 	stepUntilDone(t, status, opts, nil)
 	mustBeGone(t, pod)
 }
