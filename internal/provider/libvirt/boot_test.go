@@ -117,7 +117,7 @@ func TestKernelBootConsoleAndNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := qemuArgs(t, domainName(m))
-	if want := " user,id=" + userNetID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-cmd:" + relay + " relay --vm " + domainName(m) + " --max-connections 32 " + host + " "; !strings.Contains(args, want) {
+	if want := " user,id=" + UserNetdevID + ",restrict=on,guestfwd=tcp:10.0.2.100:6443-cmd:" + relay + " relay --vm " + domainName(m) + " --max-connections 32 " + host + " "; !strings.Contains(args, want) {
 		t.Errorf("QEMU's command line lacks %q:\n%s", want, args)
 	}
 	if strings.Contains(args, "-sandbox") {

@@ -104,8 +104,10 @@ func ConsoleLog(dir, domain string) string { return filepath.Join(dir, domain+"-
 // --qemu-log-dir), on the libvirt host.
 func QEMULog(dir, domain string) string { return filepath.Join(dir, domain+".log") }
 
-// userNetID names the user-mode netdev passed to QEMU directly.
-const userNetID = "mwnet0"
+// UserNetdevID names the user-mode netdev passed to QEMU directly: the
+// name QEMU's monitor knows it by (`set_link mwnet0 off` cuts a VM off
+// its network while it runs; the e2e chaos run does).
+const UserNetdevID = "mwnet0"
 
 // metaXML is meta as the element of Millwright's namespace.
 func metaXML(meta *Meta) (string, error) {
@@ -222,7 +224,7 @@ func addNetwork(dom *libvirtxml.Domain, n *NetworkSpec, relay func(host string) 
 			{Value: "-netdev"}, {Value: userNetdev(n.User, relay)},
 			// At the last slot of the i440fx root bus: libvirt, which does
 			// not know of this device, allocates the slots from 2 upwards.
-			{Value: "-device"}, {Value: "virtio-net-pci,netdev=" + userNetID + ",bus=pci.0,addr=0x1f"},
+			{Value: "-device"}, {Value: "virtio-net-pci,netdev=" + UserNetdevID + ",bus=pci.0,addr=0x1f"},
 		}}
 		if len(n.User.GuestForwards) > 0 {
 			dom.QEMUCapabilities = &libvirtxml.DomainQEMUCapabilities{
@@ -246,7 +248,7 @@ const seccompSandboxCapability = "seccomp-sandbox"
 // into words (no shell), and its option syntax ends the value at a comma,
 // which the spec's and the relay binary's checks keep out.
 func userNetdev(u *UserNetwork, relay func(host string) string) string {
-	parts := []string{"user", "id=" + userNetID}
+	parts := []string{"user", "id=" + UserNetdevID}
 	if u.restricted() {
 		parts = append(parts, "restrict=on")
 	}
