@@ -109,7 +109,11 @@ func instanceCount(t *testing.T, url string) int {
 func TestUnreachableEC2IsWaitedFor(t *testing.T) {
 	noDefaultCredentials(t)
 	moto := motoserver.Start(t)
-	dead := "http://" + testenv.FreeAddr(t) // nothing listens there
+	// Port 1 of the loopback: nothing listens there. A port FreeAddr
+	// found free can be taken again before the driver dials it (by the
+	// health server's own FreeAddr, or another package's test), and then
+	// EC2 "answered" (CI saw /readyz 200 "ok").
+	dead := "http://127.0.0.1:1"
 	c, health := serve(t, dead)
 	code, body, err := testenv.HTTPGet("http://" + health + "/readyz")
 	if err != nil || code != 503 || !strings.Contains(body, "Unavailable") || !strings.Contains(body, "unreachable") {
