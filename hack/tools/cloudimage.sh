@@ -63,9 +63,18 @@ hello_image="localhost/millwright/hello:v1"
 kubelet_recipe=1
 
 [[ $(id -u) -eq 0 ]] || { echo "cloudimage.sh: must run as root (debootstrap, chroot)" >&2; exit 1; }
-for tool in debootstrap mkfs.ext4 qemu-img; do
-  command -v "$tool" >/dev/null || { echo "cloudimage.sh: $tool is needed (apt-get install debootstrap e2fsprogs qemu-utils)" >&2; exit 1; }
+# The host's tools, from Debian's packages, installed when missing (as
+# libvirt.sh installs QEMU): a fresh machine has none of debootstrap.
+declare -A tool_package=([debootstrap]=debootstrap [mkfs.ext4]=e2fsprogs [qemu-img]=qemu-utils)
+missing=()
+for tool in "${!tool_package[@]}"; do
+  command -v "$tool" >/dev/null || missing+=("${tool_package[$tool]}")
 done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "cloudimage.sh: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/millwright/cloudimage/$pin"
 rootfs="$cache/rootfs"
