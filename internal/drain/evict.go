@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -42,6 +43,9 @@ type task struct {
 	// deleteIfRefused deletes the pod when a budget refuses its eviction:
 	// the refused rounds are used up.
 	deleteIfRefused bool
+	// now is the Step's clock, against which an earlier approval of the
+	// pod's eviction is dated (approvedEviction).
+	now time.Time
 }
 
 // taskResult is the outcome of a task.
@@ -76,7 +80,7 @@ func runTasks(ctx context.Context, c client.Client, tasks []task) []taskResult {
 // a decision made about its predecessor.
 func runTask(ctx context.Context, c client.Client, t task) taskResult {
 	if t.force {
-		return deletePod(ctx, c, t.pod, true, "the drain of its Node was forced")
+		return deletePod(ctx, c, t.pod, true, DisruptionReason, deletedInstead+"the drain of its Node was forced")
 	}
 	uid := t.pod.UID
 	eviction := &policyv1.Eviction{
@@ -91,11 +95,18 @@ func runTask(ctx context.Context, c client.Client, t task) taskResult {
 		return taskResult{out: outGone}
 	case apierrors.IsConflict(err):
 		return conflicted(ctx, c, t.pod, err)
+	case apierrors.IsTooManyRequests(err) && approvedEviction(ctx, c, t.pod, t.now):
+		r := deletePod(ctx, c, t.pod, false, ApprovedEvictionReason,
+			"Millwright's drain deleted the pod to carry out its eviction, which the Eviction API approved and counted against its PodDisruptionBudget (status.disruptedPods) but did not finish")
+		if r.out == outDeleted {
+			r.out = outEvicted
+		}
+		return r
 	case apierrors.IsTooManyRequests(err):
 		if !t.deleteIfRefused {
 			return taskResult{out: outBlocked, refused: true, err: err}
 		}
-		r := deletePod(ctx, c, t.pod, false, "its PodDisruptionBudget refused its eviction for every round the drain allows")
+		r := deletePod(ctx, c, t.pod, false, DisruptionReason, deletedInstead+"its PodDisruptionBudget refused its eviction for every round the drain allows")
 		r.refused = true
 		return r
 	default:
@@ -109,15 +120,24 @@ func runTask(ctx context.Context, c client.Client, t task) taskResult {
 // server's own (EvictionByEvictionAPI).
 const DisruptionReason = "DeletionByMillwrightDrain"
 
+// ApprovedEvictionReason is the reason of the DisruptionTarget condition a
+// drain writes on a pod whose eviction the Eviction API approved but did
+// not carry out (approvedEviction): the deletion is within the budget.
+const ApprovedEvictionReason = "EvictionCompletedByMillwrightDrain"
+
+// deletedInstead begins the condition's message of a pod deleted past its
+// budget.
+const deletedInstead = "Millwright deleted the pod instead of evicting it: "
+
 // deletePod deletes the pod, with grace period 0 when forced (the API server
 // then removes it at once, without waiting for the kubelet) and with the
 // pod's own grace period otherwise. It first marks the pod with the
-// DisruptionTarget condition, as Kubernetes' own controllers do before they
-// delete a pod for a disruption: a Job's pod failure policy, and whoever
-// reads the pod, can tell this deletion from a failure, and why it was not
-// an eviction.
-func deletePod(ctx context.Context, c client.Client, pod *corev1.Pod, force bool, why string) taskResult {
-	if gone := markDisruptionTarget(ctx, c, pod, why); gone {
+// DisruptionTarget condition (reason, message), as Kubernetes' own
+// controllers do before they delete a pod for a disruption: a Job's pod
+// failure policy, and whoever reads the pod, can tell this deletion from a
+// failure, and why it was not an eviction.
+func deletePod(ctx context.Context, c client.Client, pod *corev1.Pod, force bool, reason, message string) taskResult {
+	if gone := markDisruptionTarget(ctx, c, pod, reason, message); gone {
 		return taskResult{out: outGone}
 	}
 	uid := pod.UID
@@ -160,15 +180,15 @@ func conflicted(ctx context.Context, c client.Client, pod *corev1.Pod, callErr e
 	}
 }
 
-// markDisruptionTarget sets the pod's DisruptionTarget condition (reason
-// DisruptionReason) with a patch of its status, and reports whether the
-// pod is gone. Any other failure is left to the deletion that follows:
-// the condition informs, it must not hold a drain back.
-func markDisruptionTarget(ctx context.Context, c client.Client, pod *corev1.Pod, why string) (gone bool) {
+// markDisruptionTarget sets the pod's DisruptionTarget condition with a
+// patch of its status, and reports whether the pod is gone. Any other
+// failure is left to the deletion that follows: the condition informs, it
+// must not hold a drain back.
+func markDisruptionTarget(ctx context.Context, c client.Client, pod *corev1.Pod, reason, message string) (gone bool) {
 	marked := pod.DeepCopy()
 	cond := corev1.PodCondition{
-		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: DisruptionReason,
-		Message: "Millwright deleted the pod instead of evicting it: " + why, LastTransitionTime: metav1.Now(),
+		Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason,
+		Message: message, LastTransitionTime: metav1.Now(),
 	}
 	if i := slices.IndexFunc(marked.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == cond.Type }); i >= 0 {
 		marked.Status.Conditions[i] = cond

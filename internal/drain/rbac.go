@@ -7,3 +7,7 @@ package drain
 // A pod deleted instead of evicted gets the DisruptionTarget condition
 // first (see deletePod).
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+
+// An eviction the Eviction API approved but did not finish is carried out
+// when the pod's budget lists it (see approvedEviction).
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list

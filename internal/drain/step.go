@@ -224,7 +224,7 @@ func gracefulStep(ctx context.Context, c client.Client, status *v1alpha1.DrainSt
 	var tasks []task
 	if !held {
 		for _, pod := range p.toEvict() {
-			tasks = append(tasks, task{pod: pod, deleteIfRefused: deleteIfRefused})
+			tasks = append(tasks, task{pod: pod, deleteIfRefused: deleteIfRefused, now: now})
 		}
 	}
 	var volPod *corev1.Pod
@@ -237,7 +237,7 @@ func gracefulStep(ctx context.Context, c client.Client, status *v1alpha1.DrainSt
 				r.failure(pod, taskResult{out: outFailed, err: err})
 			} else {
 				volPod, volIDs = pod, ids
-				tasks = append(tasks, task{pod: pod, deleteIfRefused: deleteIfRefused})
+				tasks = append(tasks, task{pod: pod, deleteIfRefused: deleteIfRefused, now: now})
 			}
 		}
 	}

@@ -86,6 +86,8 @@ var wantGrants = slices.Concat(
 	grants("ClusterRole millwright-manager", "", "pods/eviction", "create"),
 	// A pod the drain deletes instead of evicting gets DisruptionTarget first.
 	grants("ClusterRole millwright-manager", "", "pods/status", "patch"),
+	// An eviction approved but not carried out is found in its budget's status.
+	grants("ClusterRole millwright-manager", "policy", "poddisruptionbudgets", "list"),
 	// The drain's rules, and the target's namespaces for their namespace selectors.
 	grants("ClusterRole millwright-manager", mwGroup, "machinedrainrules", "get;list;watch"),
 	grants("ClusterRole millwright-manager", "", "namespaces", "list"),

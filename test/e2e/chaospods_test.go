@@ -14,7 +14,8 @@ import (
 // (docs/reliability.md): the budget holds when no workload pod leaves but
 // through the Eviction API, which the API server refuses past the budget.
 // Every deletion of a workload pod the recorder sees must carry the
-// DisruptionTarget condition of an eviction, of a drain that deleted it
+// DisruptionTarget condition of an eviction (the API server's, or one it
+// approved that the drain carried out), of a drain that deleted it
 // past its budget for a documented reason (drain.DisruptionReason:
 // counted, not a violation), or of Kubernetes' own involuntary
 // disruptions. A pod found gone by a relist, its deletion never seen, is
@@ -71,7 +72,7 @@ func (f *podFates) judge(p *corev1.Pod) string {
 		}
 	}
 	switch {
-	case reason == "EvictionByEvictionAPI":
+	case reason == "EvictionByEvictionAPI", reason == drain.ApprovedEvictionReason:
 		f.evicted++
 	case reason == drain.DisruptionReason:
 		f.drainDeleted++

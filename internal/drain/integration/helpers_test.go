@@ -95,6 +95,21 @@ func withFinalizer(p *corev1.Pod) {
 	p.Finalizers = []string{"test.millwright.dev/keep"}
 }
 
+// releaseFinalizersAtEnd removes the finalizers of pods when the test ends,
+// as they are then: pods held by withFinalizer so that their last version
+// could be read.
+func releaseFinalizersAtEnd(t *testing.T, pods ...*corev1.Pod) {
+	t.Cleanup(func() { // t.Context is done by now
+		for _, pod := range pods {
+			got := &corev1.Pod{}
+			if env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), got) == nil {
+				got.Finalizers = nil
+				_ = env.Client.Update(context.Background(), got)
+			}
+		}
+	})
+}
+
 // newPod creates a pod bound to node (no scheduler runs).
 // releaseFinalizers removes the finalizers of pod (as last read) with a
 // merge patch: kwok writes the pod's status concurrently.

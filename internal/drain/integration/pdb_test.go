@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -206,15 +205,7 @@ func TestDrainDeletionsSayWhy(t *testing.T) {
 	forced := newPod(t, ns, forcedNode.Name, "other", withFinalizer)
 	waitRunning(t, refused, evicted, forced)
 	newPDB(t, ns, guarded, 1, 1)
-	t.Cleanup(func() { // t.Context is done by now
-		for _, pod := range []*corev1.Pod{refused, evicted, forced} {
-			got := &corev1.Pod{}
-			if env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), got) == nil {
-				got.Finalizers = nil
-				_ = env.Client.Update(context.Background(), got)
-			}
-		}
-	})
+	releaseFinalizersAtEnd(t, refused, evicted, forced)
 
 	status := &v1alpha1.DrainStatus{}
 	opts := drain.Options{NodeName: refusedNode.Name, MaxEvictRetries: 1, Now: everyRetryInterval()}
