@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -64,17 +63,7 @@ func TestDrainCarriesOutAnApprovedEviction(t *testing.T) {
 				t.Fatalf("step: %+v, want db-0's approved eviction carried out and db-1 refused", res)
 			}
 			mustExistUntouched(t, other)
-			got, ok := exists(t, approved)
-			if !ok || got.DeletionTimestamp == nil {
-				t.Fatalf("db-0: want it being deleted, held by its finalizer")
-			}
-			var cond *corev1.PodCondition
-			for i := range got.Status.Conditions {
-				if got.Status.Conditions[i].Type == corev1.DisruptionTarget {
-					cond = &got.Status.Conditions[i]
-				}
-			}
-			if cond == nil || cond.Reason != drain.ApprovedEvictionReason || !strings.Contains(cond.Message, "approved") {
+			if cond := deletingDisruptionTarget(t, approved); cond == nil || cond.Reason != drain.ApprovedEvictionReason || !strings.Contains(cond.Message, "approved") {
 				t.Errorf("db-0: DisruptionTarget %+v, want reason %s", cond, drain.ApprovedEvictionReason)
 			}
 		})

@@ -95,6 +95,22 @@ func withFinalizer(p *corev1.Pod) {
 	p.Finalizers = []string{"test.millwright.dev/keep"}
 }
 
+// deletingDisruptionTarget reads pod, which must be being deleted (held by
+// withFinalizer), and returns its DisruptionTarget condition, nil if none.
+func deletingDisruptionTarget(t *testing.T, pod *corev1.Pod) *corev1.PodCondition {
+	t.Helper()
+	got, ok := exists(t, pod)
+	if !ok || got.DeletionTimestamp == nil {
+		t.Fatalf("pod %s: want it being deleted, held by its finalizer", pod.Name)
+	}
+	for i := range got.Status.Conditions {
+		if got.Status.Conditions[i].Type == corev1.DisruptionTarget {
+			return &got.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // releaseFinalizersAtEnd removes the finalizers of pods when the test ends,
 // as they are then: pods held by withFinalizer so that their last version
 // could be read.

@@ -225,16 +225,7 @@ func TestDrainDeletionsSayWhy(t *testing.T) {
 		{forced, drain.DisruptionReason, "was forced"},
 		{evicted, "EvictionByEvictionAPI", ""},
 	} {
-		got, ok := exists(t, tc.pod)
-		if !ok || got.DeletionTimestamp == nil {
-			t.Fatalf("pod %s: want it being deleted, held by its finalizer", tc.pod.Name)
-		}
-		var cond *corev1.PodCondition
-		for i := range got.Status.Conditions {
-			if got.Status.Conditions[i].Type == corev1.DisruptionTarget {
-				cond = &got.Status.Conditions[i]
-			}
-		}
+		cond := deletingDisruptionTarget(t, tc.pod)
 		if cond == nil || cond.Status != corev1.ConditionTrue || cond.Reason != tc.reason || !strings.Contains(cond.Message, tc.saying) {
 			t.Errorf("pod %s: DisruptionTarget %+v, want reason %s saying %q", tc.pod.Name, cond, tc.reason, tc.saying)
 		}
