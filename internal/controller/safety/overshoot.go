@@ -3,6 +3,7 @@ package safety
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,17 +26,21 @@ type overshootVerdict struct {
 }
 
 // judgeOvershoot decides the freeze of a group of machines Machines whose
-// limit is replicas + maxSurge + safety-up. It freezes at the limit and
-// unfreezes at limit − down. A person's unfreeze annotation (override)
+// limit is replicas + maxSurge + safety-up. It freezes at the limit while
+// the group grows (one of its Machines was created within the last
+// overshooting period) and unfreezes at limit − down. A group whose size
+// went down keeps Machines above its new limit until it has deleted them,
+// slowly when a disruption budget grants one deletion at a time: that is
+// not a runaway, which creates. A person's unfreeze annotation (override)
 // lifts the freeze and holds it off until the count is back under the
 // unfreeze mark, where the annotation is dropped: from then on the check
 // guards the group again.
-func judgeOvershoot(machines, limit, down int32, frozen, override bool) overshootVerdict {
+func judgeOvershoot(machines, limit, down int32, growing, frozen, override bool) overshootVerdict {
 	calm := machines <= limit-down
 	switch {
 	case override:
 		return overshootVerdict{unfreeze: frozen, dropOverride: calm}
-	case !frozen && machines >= limit:
+	case !frozen && growing && machines >= limit:
 		return overshootVerdict{freeze: true}
 	case frozen && calm:
 		return overshootVerdict{unfreeze: true}
@@ -64,8 +69,8 @@ func (o *overshoot) reconcileSet(ctx context.Context, req reconcile.Request) (re
 	if err := o.client.Get(ctx, req.NamespacedName, ms); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	n, err := o.countMachines(ctx, ms)
-	if err != nil {
+	var n groupCount
+	if err := o.countMachines(ctx, ms, &n); err != nil {
 		return reconcile.Result{}, err
 	}
 	var surge int32
@@ -94,37 +99,44 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	if err := o.client.List(ctx, sets, client.InNamespace(md.Namespace), ownerindex.ControlledBy(md.UID), client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
-	var n int32
+	var n groupCount
 	for i := range sets.Items {
 		ms := &sets.Items[i]
 		if ref := metav1.GetControllerOfNoCopy(ms); ref == nil || ref.UID != md.UID {
 			continue
 		}
-		c, err := o.countMachines(ctx, ms)
-		if err != nil {
+		if err := o.countMachines(ctx, ms, &n); err != nil {
 			return reconcile.Result{}, err
 		}
-		n += c
 	}
 	return o.apply(ctx, md, "MachineDeployment", n, md.Spec.Replicas+surge)
 }
 
-// countMachines counts the Machines ms controls that are not being deleted
-// nor preserved: a preserved Machine was replaced on purpose, and the
-// limits that bound how many exist (autoPreserveFailedMax, the preserve
-// timeout) bound it instead (docs/preservation.md).
-func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet) (int32, error) {
+// groupCount is what the check counts of a group's Machines.
+type groupCount struct {
+	machines int32
+	// newest is when the youngest of them was created.
+	newest time.Time
+}
+
+// countMachines adds to n the Machines ms controls that are not being
+// deleted nor preserved: a preserved Machine was replaced on purpose, and
+// the limits that bound how many exist (autoPreserveFailedMax, the
+// preserve timeout) bound it instead (docs/preservation.md).
+func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet, n *groupCount) error {
 	machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, o.views, o.client, &v1alpha1.MachineList{}, ms.Namespace, ms.UID)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var n int32
 	for _, m := range machines {
 		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !machinefacts.Preserved(m) {
-			n++
+			n.machines++
+			if t := m.CreationTimestamp.Time; t.After(n.newest) {
+				n.newest = t
+			}
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // deploymentOf returns the MachineDeployment controlling ms, nil if none.
@@ -141,14 +153,18 @@ func (o *overshoot) deploymentOf(ctx context.Context, ms *v1alpha1.MachineSet) (
 	return md, err
 }
 
-// apply judges obj (of kind), which has machines Machines and may have
+// apply judges obj (of kind), whose Machines are n and which may have
 // allowed (replicas + maxSurge), writes the verdict to its metadata, and
 // checks again after the overshooting period.
-func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, machines, allowed int32) (reconcile.Result, error) {
+func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, n groupCount, allowed int32) (reconcile.Result, error) {
 	limit := allowed + o.cfg.SafetyUp
 	_, frozen := obj.GetLabels()[v1alpha1.FrozenLabel]
 	_, override := obj.GetAnnotations()[v1alpha1.UnfreezeAnnotation]
-	v := judgeOvershoot(machines, limit, o.cfg.SafetyDown, frozen, override)
+	// The API server's creation times against this clock: a skew shorter
+	// than the period only moves when a young Machine stops counting as one.
+	growing := time.Since(n.newest) < o.cfg.OvershootingPeriod
+	machines := n.machines
+	v := judgeOvershoot(machines, limit, o.cfg.SafetyDown, growing, frozen, override)
 	again := reconcile.Result{RequeueAfter: o.cfg.OvershootingPeriod}
 	if v == (overshootVerdict{}) {
 		return again, nil

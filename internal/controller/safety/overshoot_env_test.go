@@ -182,3 +182,47 @@ func TestOvershootDoesNotCountPreservedMachines(t *testing.T) {
 		return false, nil
 	})
 }
+
+// A set whose size went down keeps Machines above its new limit until it
+// has deleted them (slowly, when a budget grants one deletion at a time):
+// that is not a runaway, and it is not frozen. A Machine created then is,
+// and freezes it. The period is short here, so the first Machines are
+// old by the time the size goes down.
+func TestOvershootLeavesAScaleDownAlone(t *testing.T) {
+	cfg := testConfig()
+	cfg.OvershootingPeriod = 2 * time.Second
+	w := newWorld(t, setup{cfg: cfg})
+	w.Class("c", controllertest.SimSpec)
+	md, ms := w.deploymentAndSet("web", 4) // limit 4 + 1 + 2 = 7
+	for i := range 4 {
+		w.ownedMachine(ms, fmt.Sprint("m", i))
+	}
+	time.Sleep(cfg.OvershootingPeriod + time.Second)
+
+	w.setReplicas(md, 1) // limit 1 + 1 + 2 = 4, with 4 Machines
+	w.setReplicas(ms, 1)
+	w.staysUnfrozen(ms, 3*time.Second)
+	w.staysUnfrozen(md, time.Second)
+
+	w.ownedMachine(ms, "m4") // created above the limit: a runaway
+	w.expectFrozen(ms, true, 10*time.Second)
+	w.expectFrozen(md, true, 10*time.Second)
+}
+
+// setReplicas sets spec.replicas of a MachineSet or MachineDeployment.
+func (w *world) setReplicas(obj client.Object, replicas int32) {
+	w.T.Helper()
+	fresh := w.get(obj)
+	patch := client.MergeFrom(fresh.DeepCopyObject().(client.Object))
+	switch o := fresh.(type) {
+	case *v1alpha1.MachineSet:
+		o.Spec.Replicas = replicas
+	case *v1alpha1.MachineDeployment:
+		o.Spec.Replicas = replicas
+	default:
+		w.T.Fatalf("setReplicas: %T", fresh)
+	}
+	if err := controllertest.Env.Client.Patch(context.Background(), fresh, patch); err != nil {
+		w.T.Fatal(err)
+	}
+}
