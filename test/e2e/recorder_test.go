@@ -35,9 +35,15 @@ type recorder struct {
 	versions map[string][]machineVersion
 	// phases is each Machine's sequence of observed phases.
 	phases map[string][]v1alpha1.MachinePhase
-	// nodeDeletions and machineDeletions are the DELETED events seen.
+	// nodeDeletions and machineDeletions are the DELETED events seen, and
+	// the objects a relist found gone.
 	nodeDeletions    []deletion
 	machineDeletions []*v1alpha1.Machine
+	// goneUnseen names the Machines a relist found gone: their versions
+	// between the watch's break and the relist were never seen. hidden
+	// counts the deletions verify could not judge for it.
+	goneUnseen map[string]bool
+	hidden     int
 	// podDeletions are the DELETED events of pods.
 	podDeletions []podDeletion
 	checks       []check
@@ -60,7 +66,10 @@ type machineVersion struct {
 	providerID string
 	deletion   *v1alpha1.MachineDeletionStatus
 	// seen is when the recorder received this version.
-	seen                          time.Time
+	seen time.Time
+	// stale: a relist found the Machine gone; this is the last version
+	// seen before, under the list's resourceVersion.
+	stale                         bool
 	phase                         v1alpha1.MachinePhase
 	inPlace                       v1alpha1.InPlaceUpdatePhase
 	op                            v1alpha1.LastOperation
@@ -72,6 +81,9 @@ type deletion struct {
 	rv   int64
 	// providerID is a deleted Node's spec.providerID.
 	providerID string
+	// unseen: a relist found it gone, rv is the list's; it was deleted
+	// between the watch's break and rv.
+	unseen bool
 }
 
 // podDeletion is a pod's DELETED event: the resourceVersion of its
@@ -94,10 +106,11 @@ func (s *scenario) record(checks ...check) *recorder {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &recorder{
 		s: s, cancel: cancel, checks: checks,
-		objs:     map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
-		versions: map[string][]machineVersion{},
-		phases:   map[string][]v1alpha1.MachinePhase{},
-		synced:   map[string]bool{},
+		objs:       map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
+		versions:   map[string][]machineVersion{},
+		phases:     map[string][]v1alpha1.MachinePhase{},
+		synced:     map[string]bool{},
+		goneUnseen: map[string]bool{},
 	}
 	s.t.Cleanup(r.stop)
 	ns := client.InNamespace(s.ns)
@@ -183,7 +196,14 @@ func (r *recorder) relisted(kind string, list client.ObjectList) {
 		if !seen[name] {
 			gone := old.DeepCopyObject().(client.Object)
 			gone.SetResourceVersion(list.GetResourceVersion())
+			if kind == kindMachine {
+				r.goneUnseen[name] = true
+			}
 			r.apply(kind, watch.Deleted, gone)
+			if kind == kindNode && len(r.nodeDeletions) > 0 && r.nodeDeletions[len(r.nodeDeletions)-1].name == name {
+				r.nodeDeletions[len(r.nodeDeletions)-1].unseen = true
+			}
+			r.s.t.Logf("recorder: a relist at rv %s found %s %s gone (last seen at rv %s)", list.GetResourceVersion(), kind, name, old.GetResourceVersion())
 		}
 	}
 	r.synced[kind] = true
@@ -212,7 +232,7 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 	case kindMachine:
 		m := obj.(*v1alpha1.Machine)
 		r.versions[name] = append(r.versions[name], machineVersion{rv: rv, node: nodeOf(m), providerID: m.Spec.ProviderID, deletion: m.Status.Deletion,
-			seen: time.Now(), phase: m.Status.Phase, inPlace: inPlacePhase(m), op: m.Status.LastOperation, failureReason: m.Status.FailureReason, failureMessage: m.Status.FailureMessage})
+			seen: time.Now(), stale: typ == watch.Deleted && r.goneUnseen[name], phase: m.Status.Phase, inPlace: inPlacePhase(m), op: m.Status.LastOperation, failureReason: m.Status.FailureReason, failureMessage: m.Status.FailureMessage})
 		if p := r.phases[name]; m.Status.Phase != "" && (len(p) == 0 || p[len(p)-1] != m.Status.Phase) {
 			r.phases[name] = append(p, m.Status.Phase)
 		}
@@ -335,23 +355,64 @@ func (r *recorder) verify() {
 	for _, v := range r.violations {
 		t.Errorf("invariant violated: %s", v)
 	}
+	failures, notes := r.judgeDeletionsLocked()
+	for _, n := range notes {
+		t.Logf("recorder: %s", n)
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+// judgeDeletionsLocked judges the order of every deletion seen: a Node
+// deleted before its Machine's drain finished, or a Machine gone without
+// its deletion steps, is a failure. A deletion a relist found (the watch
+// broke, a kube-apiserver restart) happened out of sight: the Machine's
+// versions in between were not seen, so it is judged only on what was
+// seen after it, and otherwise counted in r.hidden and noted.
+func (r *recorder) judgeDeletionsLocked() (failures, notes []string) {
+	r.hidden = 0
 	for _, d := range r.nodeDeletions {
 		owner, last := r.stateAtLocked(d)
 		switch {
 		case owner == "":
-			t.Errorf("Node %s was deleted (rv %d) but no Machine of the scenario was ever seen with it", d.name, d.rv)
-		case !drained(last.deletion):
-			t.Errorf("Node %s was deleted (rv %d) while Machine %s was not drained: deletion status %+v at rv %d", d.name, d.rv, owner, last.deletion, last.rv)
+			failures = append(failures, fmt.Sprintf("Node %s was deleted (rv %d) but no Machine of the scenario was ever seen with it", d.name, d.rv))
+		case drained(last.deletion):
+		case !d.unseen:
+			failures = append(failures, fmt.Sprintf("Node %s was deleted (rv %d) while Machine %s was not drained: deletion status %+v at rv %d", d.name, d.rv, owner, last.deletion, last.rv))
+		case r.undrainedAfterLocked(owner, d.rv):
+			failures = append(failures, fmt.Sprintf("Node %s was found deleted by a relist at rv %d while Machine %s was seen not drained afterwards", d.name, d.rv, owner))
+		default:
+			r.hidden++
+			notes = append(notes, fmt.Sprintf("Node %s deleted out of sight (found gone by a relist at rv %d); Machine %s last seen not drained at rv %d, its later versions not seen: not judged", d.name, d.rv, owner, last.rv))
 		}
 	}
 	for _, m := range r.machineDeletions {
 		if d := m.Status.Deletion; d != nil && (d.ForceReason != "" || d.Drain != nil && d.Drain.Attempts > 0) {
-			t.Logf("Machine %s: drain forced (%q) or refused %+v; last operation %q", m.Name, d.ForceReason, d.Drain, m.Status.LastOperation.Description)
+			notes = append(notes, fmt.Sprintf("Machine %s: drain forced (%q) or refused %+v; last operation %q", m.Name, d.ForceReason, d.Drain, m.Status.LastOperation.Description))
 		}
-		if !drained(m.Status.Deletion) {
-			t.Errorf("Machine %s disappeared without its deletion steps: status.deletion %+v, phase %s", m.Name, m.Status.Deletion, m.Status.Phase)
+		switch {
+		case drained(m.Status.Deletion):
+		case r.goneUnseen[m.Name]:
+			r.hidden++
+			notes = append(notes, fmt.Sprintf("Machine %s deleted out of sight (found gone by a relist), last seen with status.deletion %+v: its last steps not seen, not judged", m.Name, m.Status.Deletion))
+		default:
+			failures = append(failures, fmt.Sprintf("Machine %s disappeared without its deletion steps: status.deletion %+v, phase %s", m.Name, m.Status.Deletion, m.Status.Phase))
 		}
 	}
+	return failures, notes
+}
+
+// undrainedAfterLocked reports whether Machine name was seen, at or after
+// rv, not being drained any more nor done with it: a version that says its
+// drain had not finished after its Node was already gone.
+func (r *recorder) undrainedAfterLocked(name string, rv int64) bool {
+	for _, v := range r.versions[name] {
+		if v.rv >= rv && !v.stale && !drained(v.deletion) {
+			return true
+		}
+	}
+	return false
 }
 
 // stateAtLocked finds the Machine whose Node was deleted and its last

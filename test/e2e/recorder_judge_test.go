@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+)
+
+// The recorder judges the order of a Machine's drain and its Node's
+// deletion from what it saw. A deletion a relist found (the watch broke)
+// happened out of sight: it is not judged unless the Machine was seen
+// undrained after it, and it is counted. No cluster: the events are fed
+// to the recorder as its watch and relists would.
+func TestRecorderJudgesDeletionsOutOfSight(t *testing.T) {
+	const ns = "judge"
+	draining := &v1alpha1.MachineDeletionStatus{Step: v1alpha1.StepDrain}
+	deletingVM := &v1alpha1.MachineDeletionStatus{Step: v1alpha1.StepDeleteInfrastructure}
+	machine := func(rv int, d *v1alpha1.MachineDeletionStatus) *v1alpha1.Machine {
+		return &v1alpha1.Machine{
+			ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns, ResourceVersion: fmt.Sprint(rv)},
+			Status:     v1alpha1.MachineStatus{NodeName: ns + "-n", Deletion: d},
+		}
+	}
+	node := func(rv int) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-n", ResourceVersion: fmt.Sprint(rv)}}
+	}
+	// relist feeds a list of kind at rv that no longer holds the object.
+	relist := func(r *recorder, kind string, rv int) {
+		switch kind {
+		case kindNode:
+			l := &corev1.NodeList{}
+			l.ResourceVersion = fmt.Sprint(rv)
+			r.relisted(kind, l)
+		case kindMachine:
+			l := &v1alpha1.MachineList{}
+			l.ResourceVersion = fmt.Sprint(rv)
+			r.relisted(kind, l)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		feed    func(r *recorder)
+		failure string
+		hidden  int
+	}{
+		{"the Node's deletion seen while draining", func(r *recorder) {
+			r.apply(kindMachine, watch.Modified, machine(10, draining))
+			r.apply(kindNode, watch.Deleted, node(12))
+			r.apply(kindMachine, watch.Deleted, machine(14, deletingVM))
+		}, "while Machine m was not drained", 0},
+		{"in order, seen", func(r *recorder) {
+			r.apply(kindMachine, watch.Modified, machine(10, draining))
+			r.apply(kindMachine, watch.Modified, machine(11, deletingVM))
+			r.apply(kindNode, watch.Deleted, node(12))
+			r.apply(kindMachine, watch.Deleted, machine(14, deletingVM))
+		}, "", 0},
+		{"both found gone by relists", func(r *recorder) {
+			r.apply(kindMachine, watch.Modified, machine(10, draining))
+			relist(r, kindMachine, 20)
+			relist(r, kindNode, 21)
+		}, "", 2},
+		{"the Node found gone, the Machine seen draining after", func(r *recorder) {
+			r.apply(kindMachine, watch.Modified, machine(10, draining))
+			relist(r, kindNode, 20)
+			r.apply(kindMachine, watch.Modified, machine(22, draining))
+		}, "seen not drained afterwards", 0},
+		{"the Machine gone undrained, its deletion seen", func(r *recorder) {
+			r.apply(kindMachine, watch.Modified, machine(10, draining))
+			r.apply(kindMachine, watch.Deleted, machine(11, draining))
+		}, "disappeared without its deletion steps", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{s: &scenario{t: t, ns: ns},
+				objs:     map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
+				versions: map[string][]machineVersion{}, phases: map[string][]v1alpha1.MachinePhase{},
+				synced: map[string]bool{}, goneUnseen: map[string]bool{}}
+			r.apply(kindNode, watch.Added, node(1))
+			tc.feed(r)
+			failures, _ := r.judgeDeletionsLocked()
+			got := strings.Join(failures, "\n")
+			if tc.failure == "" && got != "" || !strings.Contains(got, tc.failure) {
+				t.Errorf("failures %q, want one saying %q", got, tc.failure)
+			}
+			if r.hidden != tc.hidden {
+				t.Errorf("%d deletions out of sight, want %d", r.hidden, tc.hidden)
+			}
+		})
+	}
+}
