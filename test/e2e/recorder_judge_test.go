@@ -94,3 +94,33 @@ func TestRecorderJudgesDeletionsOutOfSight(t *testing.T) {
 		})
 	}
 }
+
+// A relist is one state: the checks judge it once it is all in. Applied
+// object by object, a new Machine's version met the stale version of one
+// the list no longer held, and the 40-minute sim run reported two
+// Machines disrupted at once, one of them gone.
+func TestRecorderJudgesARelistAsAWhole(t *testing.T) {
+	const ns = "judge"
+	deleting := func(name string) *v1alpha1.Machine {
+		now := metav1.Now()
+		return &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, ResourceVersion: "5",
+			DeletionTimestamp: &now, Finalizers: []string{v1alpha1.MachineFinalizer}}}
+	}
+	atMostOneDeleting := func(r *recorder) string {
+		if n := len(r.machinesLocked()); n > 1 {
+			return fmt.Sprintf("%d Machines being deleted", n)
+		}
+		return ""
+	}
+	r := &recorder{s: &scenario{t: t, ns: ns}, checks: []check{atMostOneDeleting},
+		objs:     map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
+		versions: map[string][]machineVersion{}, phases: map[string][]v1alpha1.MachinePhase{},
+		synced: map[string]bool{kindMachine: true, kindNode: true, kindPod: true}, goneUnseen: map[string]bool{}}
+	r.apply(kindMachine, watch.Modified, deleting("a"))
+	list := &v1alpha1.MachineList{Items: []v1alpha1.Machine{*deleting("b")}}
+	list.ResourceVersion = "9"
+	r.relisted(kindMachine, list)
+	if len(r.violations) > 0 || r.checksRun != 2 {
+		t.Errorf("after a relist that replaced Machine a by b: violations %q, checks run %d (want none, 2)", r.violations, r.checksRun)
+	}
+}

@@ -44,6 +44,8 @@ type recorder struct {
 	// counts the deletions verify could not judge for it.
 	goneUnseen map[string]bool
 	hidden     int
+	// relisting: a relist is being applied; the checks wait for its end.
+	relisting bool
 	// podDeletions are the DELETED events of pods.
 	podDeletions []podDeletion
 	checks       []check
@@ -186,6 +188,11 @@ func (r *recorder) relisted(kind string, list client.ObjectList) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// A list is one state: judged as a whole, not object by object, when
+	// a new version of one Machine would meet the stale versions of those
+	// the list no longer holds (two Machines disrupted at once, one of
+	// them long gone).
+	r.relisting = true
 	seen := map[string]bool{}
 	for _, it := range items {
 		obj := it.(client.Object)
@@ -206,7 +213,9 @@ func (r *recorder) relisted(kind string, list client.ObjectList) {
 			r.s.t.Logf("recorder: a relist at rv %s found %s %s gone (last seen at rv %s)", list.GetResourceVersion(), kind, name, old.GetResourceVersion())
 		}
 	}
+	r.relisting = false
 	r.synced[kind] = true
+	r.runChecksLocked(fmt.Sprintf("a relist of %ss at rv %s", kind, list.GetResourceVersion()))
 }
 
 func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
@@ -240,6 +249,15 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 			r.machineDeletions = append(r.machineDeletions, m)
 		}
 	}
+	if r.relisting {
+		return // judged once the whole list is in (relisted)
+	}
+	r.runChecksLocked(fmt.Sprintf("%s %s %s rv %d", typ, kind, name, rv))
+}
+
+// runChecksLocked runs every check on the current state, after what
+// (the event that made it).
+func (r *recorder) runChecksLocked(after string) {
 	if len(r.synced) < len(r.objs) {
 		// The first lists are still coming in: judging a half-listed world
 		// (Nodes but no Machines yet) would report what never was.
@@ -260,7 +278,7 @@ func (r *recorder) apply(kind string, typ watch.EventType, obj client.Object) {
 			r.reported = map[int]int{}
 		}
 		if r.reported[i]++; r.reported[i] <= 20 {
-			r.violations = append(r.violations, fmt.Sprintf("%s (after %s %s %s rv %d)", v, typ, kind, name, rv))
+			r.violations = append(r.violations, fmt.Sprintf("%s (after %s)", v, after))
 		}
 	}
 }
