@@ -299,6 +299,10 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
 // APIServerURL is the API server's address, https://127.0.0.1:<port>.
 func (c *Cluster) APIServerURL() string { return c.apiURL }
 
+// EtcdURL is etcd's client address, http://127.0.0.1:<port>: a test may
+// read the history the API server stored there.
+func (c *Cluster) EtcdURL() string { return fmt.Sprintf("http://127.0.0.1:%d", c.ports.etcdClient) }
+
 // Dir is the cluster's working directory.
 func (c *Cluster) Dir() string { return c.dir }
 

@@ -320,7 +320,7 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	}
 	// The checks write voluntary: read it under the recorder's lock.
 	rec.mu.Lock()
-	checks, violations, disrupted, hidden := rec.checksRun, len(rec.violations), voluntary.max, rec.hidden
+	checks, violations, disrupted, hidden, gapEvents, gapReads := rec.checksRun, len(rec.violations), voluntary.max, rec.hidden, rec.gapEvents, rec.gapReads
 	rec.mu.Unlock()
 	skipped, fates := 0, "no workload"
 	if run.budget != nil {
@@ -329,8 +329,8 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 		run.budget.mu.Unlock()
 		fates = run.fates.String()
 	}
-	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; in-place updates ended (Machines) %s; Machines failed, by reason, %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d pod-count checks skipped in outages; %d deletions out of its sight, not judged) + %d (VM polls); VolumeAttachments attached %d, released %d; violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
-		target, seed, duration, counts(run.faults), counts(run.steps), counts(rec.inPlaceEnds()), counts(rec.failures()), seen, created, deleted, checks, skipped, hidden, vms.polls, attached, released, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
+	t.Logf("chaos summary: target %s, seed %d, %s of faults; faults %s; workload steps %s; in-place updates ended (Machines) %s; Machines failed, by reason, %s; Machines seen %d, VMs created %d and deleted %d; invariant checks %d (recorder; %d pod-count checks skipped in outages; %d versions read back from etcd in %d reads after broken watches; %d deletions out of its sight, not judged) + %d (VM polls); VolumeAttachments attached %d, released %d; violations %d + %d; most Machines voluntarily disrupted at once %d (budget 1); Machines marked by another controller %d, kept (preserve: now) %d; %s; converged %.1fs after the last fault",
+		target, seed, duration, counts(run.faults), counts(run.steps), counts(rec.inPlaceEnds()), counts(rec.failures()), seen, created, deleted, checks, skipped, gapEvents, gapReads, hidden, vms.polls, attached, released, violations, len(twice), disrupted, run.marks.count(), preservedCount, fates, converged.Seconds())
 	for _, v := range twice {
 		t.Errorf("invariant violated: %s", v)
 	}

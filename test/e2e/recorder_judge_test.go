@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -77,10 +76,7 @@ func TestRecorderJudgesDeletionsOutOfSight(t *testing.T) {
 		}, "disappeared without its deletion steps", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &recorder{s: &scenario{t: t, ns: ns},
-				objs:     map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
-				versions: map[string][]machineVersion{}, phases: map[string][]v1alpha1.MachinePhase{},
-				synced: map[string]bool{}, goneUnseen: map[string]bool{}}
+			r := newRecorder(&scenario{t: t, ns: ns})
 			r.apply(kindNode, watch.Added, node(1))
 			tc.feed(r)
 			failures, _ := r.judgeDeletionsLocked()
@@ -112,10 +108,8 @@ func TestRecorderJudgesARelistAsAWhole(t *testing.T) {
 		}
 		return ""
 	}
-	r := &recorder{s: &scenario{t: t, ns: ns}, checks: []check{atMostOneDeleting},
-		objs:     map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
-		versions: map[string][]machineVersion{}, phases: map[string][]v1alpha1.MachinePhase{},
-		synced: map[string]bool{kindMachine: true, kindNode: true, kindPod: true}, goneUnseen: map[string]bool{}}
+	r := newRecorder(&scenario{t: t, ns: ns}, atMostOneDeleting)
+	r.synced = map[string]bool{kindMachine: true, kindNode: true, kindPod: true}
 	r.apply(kindMachine, watch.Modified, deleting("a"))
 	list := &v1alpha1.MachineList{Items: []v1alpha1.Machine{*deleting("b")}}
 	list.ResourceVersion = "9"

@@ -46,6 +46,12 @@ type recorder struct {
 	hidden     int
 	// relisting: a relist is being applied; the checks wait for its end.
 	relisting bool
+	// history reads what a broken watch missed from etcd (fillGap);
+	// lastRV is the newest resourceVersion seen of each kind; gapReads
+	// counts the reads, gapEvents the versions they found.
+	history             *etcdHistory
+	lastRV              map[string]int64
+	gapReads, gapEvents int
 	// podDeletions are the DELETED events of pods.
 	podDeletions []podDeletion
 	checks       []check
@@ -103,17 +109,25 @@ const (
 	kindPod     = "Pod"
 )
 
-// record starts watching; it stops when the test ends.
-func (s *scenario) record(checks ...check) *recorder {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &recorder{
-		s: s, cancel: cancel, checks: checks,
+// newRecorder returns a recorder of s that watches nothing yet.
+func newRecorder(s *scenario, checks ...check) *recorder {
+	return &recorder{
+		s: s, checks: checks,
 		objs:       map[string]map[string]client.Object{kindMachine: {}, kindNode: {}, kindPod: {}},
 		versions:   map[string][]machineVersion{},
 		phases:     map[string][]v1alpha1.MachinePhase{},
 		synced:     map[string]bool{},
 		goneUnseen: map[string]bool{},
+		lastRV:     map[string]int64{},
 	}
+}
+
+// record starts watching; it stops when the test ends.
+func (s *scenario) record(checks ...check) *recorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := newRecorder(s, checks...)
+	r.cancel = cancel
+	r.history = newEtcdHistory(cluster.EtcdURL(), k8s.Scheme())
 	s.t.Cleanup(r.stop)
 	ns := client.InNamespace(s.ns)
 	for kind, list := range map[string]func() client.ObjectList{
@@ -154,6 +168,7 @@ func (r *recorder) follow(ctx context.Context, kind string, newList func() clien
 			sleep(ctx, 500*time.Millisecond)
 			continue
 		}
+		r.fillGap(ctx, kind, list.GetResourceVersion())
 		r.relisted(kind, list)
 		w, err := k8s.Watch(ctx, newList(), append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})...)
 		if err != nil {
@@ -167,6 +182,7 @@ func (r *recorder) follow(ctx context.Context, kind string, newList func() clien
 			}
 			r.mu.Lock()
 			r.apply(kind, ev.Type, obj)
+			r.lastRV[kind] = max(r.lastRV[kind], resourceVersion(obj))
 			r.mu.Unlock()
 		}
 		w.Stop()
@@ -178,6 +194,51 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// etcdPrefix is where the API server stores the scenario's objects of kind.
+func (r *recorder) etcdPrefix(kind string) string {
+	switch kind {
+	case kindMachine:
+		return "/registry/machine.millwright.dev/machines/" + r.s.ns + "/"
+	case kindNode:
+		return "/registry/minions/"
+	}
+	return "/registry/pods/" + r.s.ns + "/"
+}
+
+// fillGap applies, before a relist at listRV, the versions of kind stored
+// since the last one seen: a watch broken by a kube-apiserver restart
+// resumes with a list, and what changed in between (a Machine's last
+// deletion steps, a Node's deletion) would otherwise be seen only as its
+// end state. They are judged with the list, as one state (relisted).
+func (r *recorder) fillGap(ctx context.Context, kind, listRV string) {
+	r.mu.Lock()
+	from := r.lastRV[kind]
+	r.mu.Unlock()
+	to, _ := strconv.ParseInt(listRV, 10, 64)
+	if r.history == nil || from == 0 || to <= from {
+		return
+	}
+	events, err := r.history.between(ctx, r.etcdPrefix(kind), from, to)
+	if err != nil {
+		r.s.t.Logf("recorder: the %ss stored between rv %d and %d not read: %v", kind, from, to, err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.relisting = true
+	for _, e := range events {
+		r.apply(kind, e.typ, e.obj)
+	}
+	r.relisting = false
+	r.gapReads++
+	r.gapEvents += len(events)
+}
+
+func resourceVersion(obj interface{ GetResourceVersion() string }) int64 {
+	rv, _ := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	return rv
 }
 
 // relisted replaces a kind's objects by a fresh list, as events.
@@ -215,6 +276,7 @@ func (r *recorder) relisted(kind string, list client.ObjectList) {
 	}
 	r.relisting = false
 	r.synced[kind] = true
+	r.lastRV[kind] = max(r.lastRV[kind], resourceVersion(list))
 	r.runChecksLocked(fmt.Sprintf("a relist of %ss at rv %s", kind, list.GetResourceVersion()))
 }
 
