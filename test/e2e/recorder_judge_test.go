@@ -65,11 +65,16 @@ func TestRecorderJudgesDeletionsOutOfSight(t *testing.T) {
 			relist(r, kindMachine, 20)
 			relist(r, kindNode, 21)
 		}, "", 2},
+		{"the Node's deletion seen, the Machine found gone by a relist", func(r *recorder) {
+			r.apply(kindMachine, watch.Modified, machine(10, draining))
+			r.apply(kindNode, watch.Deleted, node(12))
+			relist(r, kindMachine, 20)
+		}, "", 2},
 		{"the Node found gone, the Machine seen draining after", func(r *recorder) {
 			r.apply(kindMachine, watch.Modified, machine(10, draining))
 			relist(r, kindNode, 20)
 			r.apply(kindMachine, watch.Modified, machine(22, draining))
-		}, "seen not drained afterwards", 0},
+		}, "out of sight) while Machine m was seen not drained afterwards", 0},
 		{"the Machine gone undrained, its deletion seen", func(r *recorder) {
 			r.apply(kindMachine, watch.Modified, machine(10, draining))
 			r.apply(kindMachine, watch.Deleted, machine(11, draining))

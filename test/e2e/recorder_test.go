@@ -447,9 +447,11 @@ func (r *recorder) verify() {
 // judgeDeletionsLocked judges the order of every deletion seen: a Node
 // deleted before its Machine's drain finished, or a Machine gone without
 // its deletion steps, is a failure. A deletion a relist found (the watch
-// broke, a kube-apiserver restart) happened out of sight: the Machine's
-// versions in between were not seen, so it is judged only on what was
-// seen after it, and otherwise counted in r.hidden and noted.
+// broke, a kube-apiserver restart, and etcd's history could not be read:
+// fillGap) happened out of sight, and so did a Node's deletion while its
+// Machine's watch was broken so (the Machine found gone by a relist): the
+// Machine's versions in between were not seen, so it is judged only on
+// what was seen after it, and otherwise counted in r.hidden and noted.
 func (r *recorder) judgeDeletionsLocked() (failures, notes []string) {
 	r.hidden = 0
 	for _, d := range r.nodeDeletions {
@@ -458,13 +460,13 @@ func (r *recorder) judgeDeletionsLocked() (failures, notes []string) {
 		case owner == "":
 			failures = append(failures, fmt.Sprintf("Node %s was deleted (rv %d) but no Machine of the scenario was ever seen with it", d.name, d.rv))
 		case drained(last.deletion):
-		case !d.unseen:
+		case !d.unseen && !r.goneUnseen[owner]:
 			failures = append(failures, fmt.Sprintf("Node %s was deleted (rv %d) while Machine %s was not drained: deletion status %+v at rv %d", d.name, d.rv, owner, last.deletion, last.rv))
 		case r.undrainedAfterLocked(owner, d.rv):
-			failures = append(failures, fmt.Sprintf("Node %s was found deleted by a relist at rv %d while Machine %s was seen not drained afterwards", d.name, d.rv, owner))
+			failures = append(failures, fmt.Sprintf("Node %s was deleted (rv %d, out of sight) while Machine %s was seen not drained afterwards", d.name, d.rv, owner))
 		default:
 			r.hidden++
-			notes = append(notes, fmt.Sprintf("Node %s deleted out of sight (found gone by a relist at rv %d); Machine %s last seen not drained at rv %d, its later versions not seen: not judged", d.name, d.rv, owner, last.rv))
+			notes = append(notes, fmt.Sprintf("Node %s deleted (rv %d) out of sight; Machine %s last seen not drained at rv %d, its later versions not seen: not judged", d.name, d.rv, owner, last.rv))
 		}
 	}
 	for _, m := range r.machineDeletions {
