@@ -163,8 +163,7 @@ func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, n
 	// The API server's creation times against this clock: a skew shorter
 	// than the period only moves when a young Machine stops counting as one.
 	growing := time.Since(n.newest) < o.cfg.OvershootingPeriod
-	machines := n.machines
-	v := judgeOvershoot(machines, limit, o.cfg.SafetyDown, growing, frozen, override)
+	v := judgeOvershoot(n.machines, limit, o.cfg.SafetyDown, growing, frozen, override)
 	again := reconcile.Result{RequeueAfter: o.cfg.OvershootingPeriod}
 	if v == (overshootVerdict{}) {
 		return again, nil
@@ -188,7 +187,7 @@ func (o *overshoot) apply(ctx context.Context, obj client.Object, kind string, n
 	if err := h.PatchObject(ctx, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	o.report(ctx, obj, kind, v, override, machines, limit)
+	o.report(ctx, obj, kind, v, override, n.machines, limit)
 	return again, nil
 }
 

@@ -197,7 +197,8 @@ func TestOvershootLeavesAScaleDownAlone(t *testing.T) {
 	for i := range 4 {
 		w.ownedMachine(ms, fmt.Sprint("m", i))
 	}
-	time.Sleep(cfg.OvershootingPeriod + time.Second)
+	// Under the limit (7) while they age past the period.
+	w.staysUnfrozen(ms, cfg.OvershootingPeriod+time.Second)
 
 	w.setReplicas(md, 1) // limit 1 + 1 + 2 = 4, with 4 Machines
 	w.setReplicas(ms, 1)
