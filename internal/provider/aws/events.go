@@ -49,7 +49,7 @@ func (d *Driver) ReceiveEvents(ctx context.Context, req *driver.ReceiveEventsReq
 	if err := d.deleteQueued(ctx, c); err != nil {
 		return nil, err
 	}
-	msgs, err := d.receive(ctx, c, waitOf(ctx, req.Wait))
+	msgs, err := d.longPoll(ctx, c, waitOf(ctx, req.Wait))
 	if err != nil {
 		return nil, err
 	}

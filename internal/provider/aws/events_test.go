@@ -45,17 +45,17 @@ func newQueue(t testing.TB) string {
 
 // eventsDriver is the test's driver reading queue, with the default
 // chain's credentials (the queue's calls use them) and a visibility
-// timeout of 1 s.
-func eventsDriver(t testing.TB, queue string) *Driver {
+// timeout of 1 s, unless mod changes them.
+func eventsDriver(t testing.TB, queue string, mod ...func(*Options)) *Driver {
 	t.Helper()
 	if tt, ok := t.(*testing.T); ok {
 		tt.Setenv("AWS_ACCESS_KEY_ID", "AKIDMILLWRIGHTTEST")
 		tt.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	}
-	return newDriver(t, "", func(o *Options) {
+	return newDriver(t, "", append([]func(*Options){func(o *Options) {
 		o.InterruptionQueueURL, o.QueueRegion, o.SQSEndpoint = queue, testRegion, moto.URL
 		o.VisibilityTimeout = time.Second
-	})
+	}}, mod...)...)
 }
 
 func post(t testing.TB, queue string, bodies ...string) {
@@ -361,6 +361,37 @@ func TestLongPollGetsALaterEvent(t *testing.T) {
 	post(t, q, spotBody(in.id))
 	if events := <-got; len(events) != 1 || events[0].ProviderID != in.providerID {
 		t.Fatalf("the long poll answered %+v; want the event posted during it", events)
+	}
+}
+
+// TestAbandonedLongPollLosesNothing checks that a call given up while it
+// long-polls (its manager killed) leaves no message to SQS's visibility
+// timeout: SQS still answers an abandoned long poll, and hides what it
+// hands to no one for that long (30 s here, a quarter of a spot
+// interruption's warning). The next call gets the event at once.
+func TestAbandonedLongPollLosesNothing(t *testing.T) {
+	q := newQueue(t)
+	d := eventsDriver(t, q, func(o *Options) { o.VisibilityTimeout = 30 * time.Second })
+	in := launch(t, d, "abandoned")[0]
+	ctx, cancel := context.WithCancel(ctxT(t))
+	ended := make(chan error, 1)
+	go func() {
+		_, err := d.ReceiveEvents(ctx, &driver.ReceiveEventsRequest{Wait: 5 * time.Second})
+		ended <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the call given up answered without an error")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the call given up did not end with its context")
+	}
+	post(t, q, spotBody(in.id))
+	if events := receive(t, d, 3*time.Second); len(events) != 1 || events[0].ProviderID != in.providerID {
+		t.Fatalf("the next call answered %+v; want the event posted while the abandoned long poll ran", events)
 	}
 }
 

@@ -103,6 +103,16 @@ type queue struct {
 	// deletes are the receipt handles to delete: every event
 	// acknowledged, or the message announces nothing of ours.
 	deletes []string
+	// polling is the long poll a call gave up on, still running or done
+	// and unread: the next call takes its messages (guarded by calls).
+	polling *poll
+}
+
+// poll is one ReceiveMessage, run apart from the call that started it.
+type poll struct {
+	done chan struct{}
+	msgs []sqstypes.Message
+	err  error
 }
 
 // answered is a message ReceiveEvents answered with.
@@ -216,6 +226,39 @@ func (d *Driver) deleteQueued(ctx context.Context, c *sqs.Client) error {
 		handles = handles[n:]
 	}
 	return nil
+}
+
+// pollMargin is how long past its wait a long poll may take to answer
+// before it is given up.
+const pollMargin = 10 * time.Second
+
+// longPoll answers with the messages of a long poll of up to wait: the
+// one a call before gave up on, if any, or a new one. The poll runs on a
+// context of its own: a call that ends first (its manager killed or
+// restarted) leaves it running for the next call. SQS still answers a
+// long poll its client abandoned, and hides the messages it hands to no
+// one for the visibility timeout: an interruption warning lost for 30 s
+// of its 120 (docs/providers/aws.md).
+func (d *Driver) longPoll(ctx context.Context, c *sqs.Client, wait time.Duration) ([]sqstypes.Message, error) {
+	q := &d.queue
+	p := q.polling
+	if p == nil {
+		p = &poll{done: make(chan struct{})}
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+pollMargin)
+		go func() {
+			defer close(p.done)
+			defer cancel()
+			p.msgs, p.err = d.receive(pctx, c, wait)
+		}()
+	}
+	select {
+	case <-p.done:
+		q.polling = nil
+		return p.msgs, p.err
+	case <-ctx.Done():
+		q.polling = p
+		return nil, ctx.Err()
+	}
 }
 
 // receive long-polls the queue for up to 10 messages.
