@@ -119,7 +119,10 @@ type voluntaryCount struct{ max, states int }
 // the drain does not make it involuntary. A failure, a NotReady Node, a
 // Machine not yet Ready and a failure's replacement are involuntary: the
 // gate never holds them back (they are counted in the budget all the
-// same, which only lowers what it grants).
+// same, which only lowers what it grants). A failed Machine kept by
+// preservation is not counted at all (docs/disruption-budgets.md, "What
+// counts as unavailable": its replacement exists): a disruption it was in
+// ends there, and whatever follows its preservation is a failure's.
 func voluntaryAtMost(n int, seen *voluntaryCount) check {
 	decided := map[string]bool{}
 	return func(r *recorder) string {
@@ -128,7 +131,8 @@ func voluntaryAtMost(n int, seen *voluntaryCount) check {
 		for _, m := range r.machinesLocked() {
 			down, _ := machinefacts.Unavailable(m)
 			disrupted := !m.DeletionTimestamp.IsZero() || machinefacts.CordonedInPlace(m)
-			if !down || !disrupted {
+			replaced := machinefacts.Failed(m) && machinefacts.Preserved(m)
+			if !down || !disrupted || replaced {
 				delete(decided, m.Name)
 				continue
 			}
@@ -163,6 +167,9 @@ func disruptedAs(m *v1alpha1.Machine) string {
 	}
 	if u := m.Status.InPlaceUpdate; u != nil {
 		why = append(why, fmt.Sprintf("in-place %s to %s", u.Phase, u.TargetSet))
+	}
+	if m.Status.FailureReason != "" {
+		why = append(why, "Failed "+m.Status.FailureReason)
 	}
 	if machinefacts.Preserved(m) {
 		why = append(why, "preserved")
