@@ -286,7 +286,7 @@ func runChaos(t *testing.T, target string, duration time.Duration, seed uint64) 
 	// Not converging is a failure, but the invariants and the summary
 	// still say what happened.
 	if err := s.converges(int(run.replicas), run.class, bound); err != nil {
-		t.Errorf("no convergence within %s after the last fault: %v\n%s", bound, err, s.describeMachines())
+		t.Errorf("no convergence within %s after the last fault: %v\n%s%s", bound, err, s.describeMachines(), s.describeOwners())
 		if s.vm == nil {
 			t.Logf("the workload:\n%s", s.describeWorkload())
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -79,6 +80,7 @@ func beginScenario(t testing.TB, name, provider string) *scenario {
 func (s *scenario) cleanup() {
 	if s.t.Failed() {
 		s.t.Logf("--- Machines of %s at the end ---\n%s", s.ns, s.describeMachines())
+		s.t.Logf("--- their owners and budgets ---\n%s", s.describeOwners())
 		for _, name := range s.processNames() {
 			tail := (&testenv.Process{Log: cluster.LogPath(name)}).LogTail(60)
 			s.t.Logf("--- %s (last 60 lines of %s) ---\n%s", name, cluster.LogPath(name), tail)
@@ -276,6 +278,44 @@ func (s *scenario) describeMachines() string {
 		fmt.Fprintf(&b, "%s phase=%s deleting=%t node=%s op=%s/%s %q failure=%q\n", m.Name, m.Status.Phase,
 			m.DeletionTimestamp != nil, nodeOf(&m), m.Status.LastOperation.Type, m.Status.LastOperation.State,
 			m.Status.LastOperation.Description, m.Status.FailureReason)
+	}
+	return b.String()
+}
+
+// describeOwners prints the namespace's MachineDeployments, MachineSets
+// and MachineDisruptionBudgets, each with its labels, spec.replicas and
+// whole status (conditions, counts, grants), to say why a fleet did not
+// get where it was asked to go.
+func (s *scenario) describeOwners() string {
+	ctx := context.Background()
+	var b strings.Builder
+	line := func(kind, name string, labels map[string]string, replicas *int32, status any) {
+		js, err := json.Marshal(status)
+		if err != nil {
+			js = []byte(err.Error())
+		}
+		if replicas != nil {
+			fmt.Fprintf(&b, "%s %s labels=%v spec.replicas=%d status=%s\n", kind, name, labels, *replicas, js)
+			return
+		}
+		fmt.Fprintf(&b, "%s %s labels=%v status=%s\n", kind, name, labels, js)
+	}
+	deployments := &v1alpha1.MachineDeploymentList{}
+	sets := &v1alpha1.MachineSetList{}
+	budgets := &v1alpha1.MachineDisruptionBudgetList{}
+	for _, l := range []client.ObjectList{deployments, sets, budgets} {
+		if err := k8s.List(ctx, l, client.InNamespace(s.ns)); err != nil {
+			fmt.Fprintf(&b, "listing: %v\n", err)
+		}
+	}
+	for _, d := range deployments.Items {
+		line("MachineDeployment", d.Name, d.Labels, &d.Spec.Replicas, d.Status)
+	}
+	for _, ms := range sets.Items {
+		line("MachineSet", ms.Name, ms.Labels, &ms.Spec.Replicas, ms.Status)
+	}
+	for _, mdb := range budgets.Items {
+		line("MachineDisruptionBudget", mdb.Name, mdb.Labels, nil, mdb.Status)
 	}
 	return b.String()
 }
