@@ -187,10 +187,12 @@ func TestOvershootDoesNotCountPreservedMachines(t *testing.T) {
 // has deleted them (slowly, when a budget grants one deletion at a time):
 // that is not a runaway, and it is not frozen. A Machine created then is,
 // and freezes it. The period is short here, so the first Machines are
-// old by the time the size goes down.
+// old by the time the size goes down; but not too short: the new
+// Machine's check must come within the period of its creationTimestamp
+// (whole seconds), and at 2 s a loaded CI machine missed it.
 func TestOvershootLeavesAScaleDownAlone(t *testing.T) {
 	cfg := testConfig()
-	cfg.OvershootingPeriod = 2 * time.Second
+	cfg.OvershootingPeriod = 6 * time.Second
 	w := newWorld(t, setup{cfg: cfg})
 	w.Class("c", controllertest.SimSpec)
 	md, ms := w.deploymentAndSet("web", 4) // limit 4 + 1 + 2 = 7
