@@ -341,26 +341,45 @@ func TestMalformedMessagesAreDropped(t *testing.T) {
 	}
 }
 
+// answer is what a ReceiveEvents call answered.
+type answer struct {
+	events []driver.VMEvent
+	err    error
+}
+
+// receiveMeanwhile starts a ReceiveEvents call of up to wait on ctx and
+// returns once its long poll has had the time to reach moto, with the
+// call's answer to come. Nothing a test can see marks the poll's arrival,
+// hence the fixed half second: were it too short, the tests below would
+// prove less (the event posted before the poll began), not fail.
+func receiveMeanwhile(ctx context.Context, d *Driver, wait time.Duration) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := d.ReceiveEvents(ctx, &driver.ReceiveEventsRequest{Wait: wait})
+		if err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		ch <- answer{events: resp.Events}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	return ch
+}
+
 // TestLongPollGetsALaterEvent checks that a call waiting for events gets
 // one posted while it waits.
 func TestLongPollGetsALaterEvent(t *testing.T) {
 	q := newQueue(t)
 	d := eventsDriver(t, q)
 	in := launch(t, d, "longpoll")[0]
-	got := make(chan []driver.VMEvent, 1)
-	go func() {
-		resp, err := d.ReceiveEvents(context.Background(), &driver.ReceiveEventsRequest{Wait: 15 * time.Second})
-		if err != nil {
-			t.Errorf("ReceiveEvents: %v", err)
-			got <- nil
-			return
-		}
-		got <- resp.Events
-	}()
-	time.Sleep(500 * time.Millisecond)
+	got := receiveMeanwhile(context.Background(), d, 15*time.Second)
 	post(t, q, spotBody(in.id))
-	if events := <-got; len(events) != 1 || events[0].ProviderID != in.providerID {
-		t.Fatalf("the long poll answered %+v; want the event posted during it", events)
+	a := <-got
+	if a.err != nil {
+		t.Fatalf("ReceiveEvents: %v", a.err)
+	}
+	if len(a.events) != 1 || a.events[0].ProviderID != in.providerID {
+		t.Fatalf("the long poll answered %+v; want the event posted during it", a.events)
 	}
 }
 
@@ -374,16 +393,11 @@ func TestAbandonedLongPollLosesNothing(t *testing.T) {
 	d := eventsDriver(t, q, func(o *Options) { o.VisibilityTimeout = 30 * time.Second })
 	in := launch(t, d, "abandoned")[0]
 	ctx, cancel := context.WithCancel(ctxT(t))
-	ended := make(chan error, 1)
-	go func() {
-		_, err := d.ReceiveEvents(ctx, &driver.ReceiveEventsRequest{Wait: 5 * time.Second})
-		ended <- err
-	}()
-	time.Sleep(500 * time.Millisecond)
+	ended := receiveMeanwhile(ctx, d, 5*time.Second)
 	cancel()
 	select {
-	case err := <-ended:
-		if err == nil {
+	case a := <-ended:
+		if a.err == nil {
 			t.Fatal("the call given up answered without an error")
 		}
 	case <-time.After(2 * time.Second):
