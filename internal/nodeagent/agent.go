@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg JoinConfig, opts Options) error {
 	}) {
 		return nil
 	}
-	if !retry(ctx, opts, "registration", func() error { return a.register(ctx) }) {
+	if !a.registerUntilStopped(ctx) {
 		return nil
 	}
 	var wg sync.WaitGroup
@@ -127,6 +127,20 @@ func Run(ctx context.Context, cfg JoinConfig, opts Options) error {
 	err := a.Heartbeat(ctx)
 	wg.Wait()
 	return err
+}
+
+// registerUntilStopped registers the Node, retrying, and reports whether
+// it did before ctx ended. A stop during the registration still tells the
+// Node the agent stopped: the status write may have landed (the Node
+// Ready) although its answer was lost to the stop.
+func (a *Agent) registerUntilStopped(ctx context.Context) bool {
+	if retry(ctx, a.opts, "registration", func() error { return a.register(ctx) }) {
+		return true
+	}
+	if a.node != nil {
+		a.postStopped(ctx)
+	}
+	return false
 }
 
 // retry runs f until it succeeds (true) or ctx ends (false), waiting
@@ -321,13 +335,7 @@ func (a *Agent) Heartbeat(ctx context.Context) error {
 				a.opts.Logf("stopped (rebooting)")
 				return nil
 			}
-			// Bounded below the 20s pid 1 gives the agent to stop.
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-			defer cancel()
-			if err := a.postStatus(stopCtx, false, "NodeAgentStopped", "millwright-node-agent stopped (the machine is shutting down)"); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				a.opts.Logf("posting NotReady on stop: %v", err)
-			}
-			a.opts.Logf("stopped")
+			a.postStopped(ctx)
 			return nil
 		case <-t.C:
 			if err := a.postStatus(ctx, true, "KubeletReady", "millwright-node-agent is posting ready status (it runs no containers)"); err != nil && ctx.Err() == nil {
@@ -335,6 +343,18 @@ func (a *Agent) Heartbeat(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// postStopped posts Ready=False (reason NodeAgentStopped) once ctx, the
+// agent's life, has ended, as a kubelet shutting down gracefully does.
+func (a *Agent) postStopped(ctx context.Context) {
+	// Bounded below the 20s pid 1 gives the agent to stop.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if err := a.postStatus(stopCtx, false, "NodeAgentStopped", "millwright-node-agent stopped (the machine is shutting down)"); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		a.opts.Logf("posting NotReady on stop: %v", err)
+	}
+	a.opts.Logf("stopped")
 }
 
 // ownLease makes the Node own its Lease, as the kubelet does, so the
