@@ -1,6 +1,7 @@
 package machineset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -29,8 +30,13 @@ const reasonWaitingForBudget = "WaitingForDisruptionBudget"
 // (watched, setup.go) or the waiting Machine's own change wakes the set
 // again. A Conflict (another controller took a disruption in between)
 // deletes what was granted and comes back soon. The granted victims are
-// deleted at once (deleteBatch).
+// deleted at once (deleteBatch), up to MaxDeleteBatch of them: the others
+// stay victims, deleted by the next reconciles.
 func (r *Reconciler) deleteVictims(ctx context.Context, s *scope, want []*v1alpha1.Machine) (reconcile.Result, error) {
+	if most := cmp.Or(r.MaxDeleteBatch, DefaultMaxDeleteBatch); len(want) > most {
+		markVictims(s, want[most:])
+		want = want[:most]
+	}
 	var granted []*v1alpha1.Machine
 	res, err := r.askBudgets(ctx, s, want, &granted)
 	deleted, derr := r.deleteBatch(ctx, s, granted, "scaling down")

@@ -81,3 +81,55 @@ func TestVictimsAreDeletedAtOnce(t *testing.T) {
 		t.Fatalf("at most %d Machine DELETE in flight, want the victims deleted at once", c.most)
 	}
 }
+
+// countedDeletes is the set controller's client: it counts the Machine
+// DELETEs in flight, each held a moment so that those sent together
+// overlap.
+type countedDeletes struct {
+	client.Client
+	mu       sync.Mutex
+	inFlight int
+	most     int
+}
+
+func (c *countedDeletes) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*v1alpha1.Machine); !ok {
+		return c.Client.Delete(ctx, obj, opts...)
+	}
+	c.mu.Lock()
+	c.inFlight++
+	c.most = max(c.most, c.inFlight)
+	c.mu.Unlock()
+	defer func() { c.mu.Lock(); c.inFlight--; c.mu.Unlock() }()
+	time.Sleep(100 * time.Millisecond)
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// A scale-down deletes at most MaxDeleteBatch Machines at once, and the
+// next reconciles delete the others: sent all at once, the DELETEs of a
+// 5000-Machine scale-down timed out in the API server (docs/benchmarks.md).
+func TestScaleDownDeletesInBatches(t *testing.T) {
+	c := &countedDeletes{}
+	h := controllertest.New(t, controllertest.Options{
+		Controllers: func(ctx context.Context, mgr ctrl.Manager) error {
+			c.Client = mgr.GetClient()
+			r := &machineset.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("machineset-controller"), MaxDeleteBatch: 2}
+			return r.SetupWithManager(ctx, mgr, 2)
+		},
+	})
+	h.Class("small", controllertest.SimSpec)
+	set(h, "pool", 5, "small", nil)
+	waitReady(h, "pool", 5, 60*time.Second)
+	scaleTo(h, "pool", 0)
+	h.Eventually(60*time.Second, "the set's Machines all gone", func() (bool, error) {
+		return len(machinesOf(h, "pool")) == 0, nil
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.most > 2 {
+		t.Fatalf("%d Machine DELETEs in flight at once, want at most MaxDeleteBatch 2", c.most)
+	}
+	if c.most < 2 {
+		t.Fatalf("at most %d Machine DELETE in flight, want the batch's 2 at once", c.most)
+	}
+}

@@ -39,6 +39,14 @@ import (
 // in creation at once.
 const DefaultMaxCreationWindow = 256
 
+// DefaultMaxDeleteBatch caps how many Machines one reconcile of a
+// MachineSet deletes. The DELETEs of a batch are sent at once; 5000 of
+// them at once (a scale-down to 0) queued in the API server past its
+// timeout and starved every other request of the manager
+// (docs/benchmarks.md). The next batch follows as soon as the cache shows
+// the deletions of this one.
+const DefaultMaxDeleteBatch = 256
+
 // Reconciler reconciles MachineSets.
 type Reconciler struct {
 	// Client reads (from the cache) and writes the control cluster.
@@ -47,6 +55,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// MaxCreationWindow caps the slow start; 0 means DefaultMaxCreationWindow.
 	MaxCreationWindow int
+	// MaxDeleteBatch caps the Machines one reconcile deletes; 0 means
+	// DefaultMaxDeleteBatch.
+	MaxDeleteBatch int
 	// Gate is asked before a victim is deleted: the MachineDisruptionBudgets
 	// selecting it must allow it (docs/disruption-budgets.md). Nil allows
 	// everything. Failed Machines are replaced without asking: a failure
