@@ -23,7 +23,12 @@ import (
 // the first one's replacement is Running; then it is replaced too.
 func TestRemediationWaitsForTheDisruptionBudget(t *testing.T) {
 	h := newHarness(t)
-	h.Class("small", `{"region":"local","zones":["local-a"]}`)
+	// A VM's Node registers 3 s after its creation, so the test sees the
+	// second Machine wait before the first one's replacement is Running
+	// and frees the budget: without the delay the replacement was Running
+	// within a second, the second Machine rightly granted, and the test
+	// took the two for a budget overrun (CI, 2026-12-03).
+	h.Class("small", `{"region":"local","zones":["local-a"],"bootDelay":"3s"}`)
 	setWithTimeout(h, "web", 3, time.Hour)
 	healthCheck(h, "web", v1alpha1.MachineHealthCheckSpec{
 		Selector: selecting("web"),
