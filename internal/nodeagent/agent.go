@@ -345,13 +345,17 @@ func (a *Agent) Heartbeat(ctx context.Context) error {
 	}
 }
 
+// reasonStopped is the reason of the Ready=False the agent posts when it
+// stops.
+const reasonStopped = "NodeAgentStopped"
+
 // postStopped posts Ready=False (reason NodeAgentStopped) once ctx, the
 // agent's life, has ended, as a kubelet shutting down gracefully does.
 func (a *Agent) postStopped(ctx context.Context) {
 	// Bounded below the 20s pid 1 gives the agent to stop.
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	if err := a.postStatus(stopCtx, false, "NodeAgentStopped", "millwright-node-agent stopped (the machine is shutting down)"); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := a.postStatus(stopCtx, false, reasonStopped, "millwright-node-agent stopped (the machine is shutting down)"); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		a.opts.Logf("posting NotReady on stop: %v", err)
 	}
 	a.opts.Logf("stopped")

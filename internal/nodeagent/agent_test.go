@@ -192,11 +192,7 @@ func TestJoin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && (c.Status != corev1.ConditionFalse || c.Reason != "NodeAgentStopped") {
-				t.Errorf("Ready condition after stop: %+v", c)
-			}
-		}
+		checkStopped(t, n, "after stop")
 	})
 
 	t.Run("the node's credentials reach no other Node", func(t *testing.T) {
@@ -359,4 +355,21 @@ func TestRestartedAgentRejoinsWithItsCertificate(t *testing.T) {
 	if rc, err := reuseCredentials(opts.CertDir, cfg, time.Now().AddDate(2, 0, 0), time.Hour); rc != nil || err == nil || !strings.Contains(err.Error(), "expires") {
 		t.Errorf("reuseCredentials two years on = %v, %v; want an expiry error", rc, err)
 	}
+}
+
+// checkStopped fails t unless the Node's Ready condition, if it has one,
+// says the agent stopped (False, reason NodeAgentStopped); when says after
+// what. It reports whether the Node has a Ready condition.
+func checkStopped(t *testing.T, n *corev1.Node, when string) (hasReady bool) {
+	t.Helper()
+	for _, c := range n.Status.Conditions {
+		if c.Type != corev1.NodeReady {
+			continue
+		}
+		if c.Status != corev1.ConditionFalse || c.Reason != reasonStopped {
+			t.Errorf("Ready %s: %+v", when, c)
+		}
+		return true
+	}
+	return false
 }

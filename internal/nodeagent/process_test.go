@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -69,11 +68,7 @@ func TestAgentProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady && (c.Status != corev1.ConditionFalse || c.Reason != "NodeAgentStopped") {
-			t.Errorf("Ready after SIGTERM: %+v", c)
-		}
-	}
+	checkStopped(t, n, "after SIGTERM")
 	if out, _ := os.ReadFile(cluster.LogPath(node)); !strings.Contains(string(out), "millwright-node-agent: stopped") {
 		t.Errorf("the agent's log does not say it stopped:\n%s", out)
 	}

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -61,16 +60,7 @@ func TestStopDuringRegistrationSaysStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := false
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			ready = true
-			if c.Status != corev1.ConditionFalse || c.Reason != "NodeAgentStopped" {
-				t.Errorf("Ready after a stop during the registration: %+v", c)
-			}
-		}
-	}
-	if !ready {
+	if !checkStopped(t, n, "after a stop during the registration") {
 		t.Error("the Node has no Ready condition: the registration's status write did not land")
 	}
 	if !strings.Contains(logs.String(), "stopped") {
