@@ -146,9 +146,9 @@ func revision(ms *v1alpha1.MachineSet) int64 {
 // Only the set's own kinds: a remediation waiting on the same Machine is
 // the health check's.
 func (r *Reconciler) releaseUnwanted(ctx context.Context, s *scope) error {
-	for _, m := range s.owned {
-		kind, waits := disruptionWaiting(m)
-		if !waits || s.victims[m.Name] || !m.DeletionTimestamp.IsZero() {
+	for _, m := range s.ledger.named(s.ledger.waits) { // not deleting
+		kind, _ := disruptionWaiting(m)
+		if s.victims[m.Name] {
 			continue
 		}
 		if err := r.Gate.Withdraw(ctx, m, kind); err != nil {

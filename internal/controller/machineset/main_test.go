@@ -2,6 +2,7 @@ package machineset_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -13,7 +14,16 @@ import (
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
-func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
+// TestMain runs the tests, then fails when a reconcile found a set's
+// ledger different from its recount (export_test.go).
+func TestMain(m *testing.M) {
+	code := controllertest.Run(m)
+	if d := machineset.LedgerDifferences(); len(d) > 0 {
+		fmt.Fprintf(os.Stderr, "%d reconciles found a set's ledger different from its recount; the first: %s\n", len(d), d[0])
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // newHarness runs the machine, MachineSet and disruption budget
 // controllers, the set asking the budgets' gate.

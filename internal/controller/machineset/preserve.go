@@ -30,13 +30,7 @@ func (r *Reconciler) autoPreserve(ctx context.Context, s *scope, failed []*v1alp
 	if s.ms.Spec.AutoPreserveFailedMax != nil {
 		limit = int(*s.ms.Spec.AutoPreserveFailedMax)
 	}
-	var auto []*v1alpha1.Machine
-	for _, m := range s.owned {
-		if m.DeletionTimestamp.IsZero() && machinefacts.AutoPreserved(m) && machinefacts.Preserved(m) {
-			auto = append(auto, m)
-		}
-	}
-	sort.Slice(auto, func(i, j int) bool { return auto[i].Name < auto[j].Name })
+	auto := s.ledger.named(s.ledger.autoKept) // sorted by name
 	for _, m := range auto[min(limit, len(auto)):] {
 		if err := r.markAutoPreserved(ctx, s, m, false); err != nil {
 			return nil, err
@@ -84,7 +78,7 @@ func (r *Reconciler) markAutoPreserved(ctx context.Context, s *scope, m *v1alpha
 	if err := patch.New(r.Client, m).PatchObject(ctx, updated); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	s.owned[m.Name] = updated
+	s.putUntilEnd(updated)
 	s.log.Info("auto-preservation changed", "machine", m.Name, "preserved", on)
 	return nil
 }

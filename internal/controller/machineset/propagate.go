@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -17,21 +16,12 @@ import (
 // longer has are left on the Machines: nothing records who set them.
 func (r *Reconciler) propagate(ctx context.Context, s *scope) error {
 	t := s.ms.Spec.Template
-	r.propagated.prune(types.NamespacedName{Namespace: s.ms.Namespace, Name: s.ms.Name}, s.owned)
-	for _, m := range s.owned {
-		if !m.DeletionTimestamp.IsZero() || s.movingOut[m.Name] {
-			// A Machine moving out gets its new set's template when it
-			// moves; a write computed from an older read could put this
-			// set's labels back on a Machine that has just moved.
-			continue
-		}
-		if r.propagated.upToDate(m, s.ms) {
-			// The usual case, checked without a copy: a reconcile of a
-			// large set would otherwise copy every Machine it owns; and
-			// remembered, so a Machine that has not changed since is not
-			// compared again (propagated.go).
-			continue
-		}
+	// The ledger found which Machines lack something, each once per
+	// event (ledger.go): deleting ones and those moving out are not
+	// among them. A Machine moving out gets its new set's template when
+	// it moves; a write computed from an older read could put this set's
+	// labels back on a Machine that has just moved.
+	for _, m := range s.ledger.named(s.ledger.stale) {
 		updated := m.DeepCopy()
 		updated.Labels = withAll(updated.Labels, t.Metadata.Labels)
 		updated.Annotations = withAll(updated.Annotations, t.Metadata.Annotations)

@@ -7,7 +7,9 @@ package machineset
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -30,7 +32,6 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
-	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/names"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
@@ -71,7 +72,7 @@ type Reconciler struct {
 	replacements replaceBackoff
 	statuses     patch.OwnStatus
 	pace         statusPace
-	propagated   propagated
+	ledgers      ledgers
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -83,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.replacements.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			r.pace.Forget(req.NamespacedName)
-			r.propagated.forget(req.NamespacedName)
+			r.ledgers.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -98,7 +99,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// old sets down by the available count).
 	behind := r.statuses.Behind(ms)
 	s := &scope{r: r, ms: ms, patch: patch.New(r.Client, ms, patch.WithOwnStatus(&r.statuses)),
-		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}, pinned: map[string]bool{}}
+		key: req.String(), log: log.FromContext(ctx), now: time.Now(), victims: map[string]bool{}, pinned: map[string]bool{},
+		replaced: map[string]*v1alpha1.Machine{}}
 	sel, err := ms.Spec.Selector.AsSelector()
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("invalid selector: %w", err)
@@ -107,6 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.collect(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
+	defer s.restore()
 	if err := r.collectInPlace(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -176,9 +179,19 @@ type scope struct {
 	log      logr.Logger
 	now      time.Time
 
-	// owned are the MachineSet's Machines by name, deleting ones included.
-	// They may be the cache's own objects: read them, change copies.
-	owned map[string]*v1alpha1.Machine
+	// ledger is the set's Machines, counted (ledger.go); owned are its
+	// Machines by name, deleting ones included. They may be the cache's
+	// own objects: read them, change copies, and record a changed copy
+	// with putUntilEnd.
+	ledger *ledger
+	owned  map[string]*v1alpha1.Machine
+	// replaced are the Machines putUntilEnd replaced, as they were (nil:
+	// not there).
+	replaced map[string]*v1alpha1.Machine
+	// aliveList are the alive Machines, but those stuck in a zone out of
+	// capacity, once read (alive).
+	aliveList []*v1alpha1.Machine
+	aliveRead bool
 	// replicaFailure is why the last create or delete failed, if it did.
 	replicaFailure string
 	// template identifies the current template (templateHash); proven
@@ -200,41 +213,82 @@ type scope struct {
 	scaled  bool
 }
 
-// collect lists the MachineSet's Machines, adopting orphans that match its
-// selector and releasing owned Machines that no longer match.
+// collect brings the set's ledger up to date: with the Machine events
+// since its last reconcile, or, the first time and when the Machines'
+// context changed (ledgerContext), by listing the set's Machines and the
+// orphans it may adopt. Either way it adopts orphans that match its
+// selector and releases owned Machines that no longer match.
 //
-// s.owned holds the cache's own objects, not copies: a reconcile mostly
-// only reads them, and deep-copying every Machine on every reconcile cost
-// 28–40 % of the manager's CPU at a few thousand Machines. Whatever changes
-// a Machine (adopt, release, deleteMachine) changes a copy: a change to the
-// cache's object would corrupt the cache for every reader.
+// The ledger holds the cache's own objects, not copies: a reconcile
+// mostly only reads them, and deep-copying every Machine on every
+// reconcile cost 28–40 % of the manager's CPU at a few thousand
+// Machines. Whatever changes a Machine (adopt, release, deleteMachine)
+// changes a copy: a change to the cache's object would corrupt the cache
+// for every reader.
 func (r *Reconciler) collect(ctx context.Context, s *scope) error {
-	var candidates []*v1alpha1.Machine
+	key := types.NamespacedName{Namespace: s.ms.Namespace, Name: s.ms.Name}
+	l, events := r.ledgers.take(key)
+	context := ledgerContext(s.ms, s.selector)
+	var err error
+	if l == nil || l.context != context {
+		l, err = r.collectAll(ctx, s, context)
+	} else {
+		for _, name := range slices.Sorted(maps.Keys(events)) {
+			if m := events[name]; m == nil {
+				l.remove(name)
+			} else if err = r.take(ctx, s, l, m); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err // not kept: the next reconcile lists the Machines again
+	}
+	if checkLedger {
+		checkRecount(s, l)
+	}
+	r.ledgers.keep(key, l)
+	s.ledger, s.owned = l, l.machines
+	return nil
+}
+
+// collectAll makes the set's ledger from its Machines and the orphans
+// it may adopt, as the cache shows them.
+func (r *Reconciler) collectAll(ctx context.Context, s *scope, context string) (*ledger, error) {
+	l := newLedger(s.ms, context)
 	for _, uid := range []types.UID{s.ms.UID, ""} { // its own, then the orphans
 		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, s.ms.Namespace, uid)
 		if err != nil {
+			return nil, err
+		}
+		for _, m := range machines {
+			if err := r.take(ctx, s, l, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return l, nil
+}
+
+// take records m, as the cache shows it, in l: one of the set's Machines,
+// an orphan it adopts, a Machine it releases, or another's.
+func (r *Reconciler) take(ctx context.Context, s *scope, l *ledger, m *v1alpha1.Machine) error {
+	owner := metav1.GetControllerOfNoCopy(m)
+	matches := s.selector.Matches(labels.Set(m.Labels))
+	switch {
+	case owner != nil && owner.UID == s.ms.UID && matches:
+		l.put(m)
+	case owner != nil && owner.UID == s.ms.UID:
+		l.remove(m.Name)
+		return r.release(ctx, s, m.DeepCopy())
+	case owner == nil && matches && m.DeletionTimestamp.IsZero():
+		adopted := m.DeepCopy()
+		if err := r.adopt(ctx, s, adopted); err != nil {
 			return err
 		}
-		candidates = append(candidates, machines...)
-	}
-	s.owned = map[string]*v1alpha1.Machine{}
-	for _, m := range candidates {
-		owner := metav1.GetControllerOfNoCopy(m)
-		matches := s.selector.Matches(labels.Set(m.Labels))
-		switch {
-		case owner != nil && owner.UID == s.ms.UID && matches:
-			s.owned[m.Name] = m
-		case owner != nil && owner.UID == s.ms.UID:
-			if err := r.release(ctx, s, m.DeepCopy()); err != nil {
-				return err
-			}
-		case owner == nil && matches && m.DeletionTimestamp.IsZero():
-			adopted := m.DeepCopy()
-			if err := r.adopt(ctx, s, adopted); err != nil {
-				return err
-			}
-			s.owned[m.Name] = adopted
-		}
+		l.put(adopted)
+	default:
+		l.remove(m.Name) // another set's, or an orphan it does not match
 	}
 	return nil
 }
@@ -247,36 +301,26 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result,
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var alive, inCreation, failed, stuck, interrupted []*v1alpha1.Machine
-	joined, failedEarly, heldEarly := 0, 0, 0
-	for _, m := range s.owned {
-		switch {
-		case !m.DeletionTimestamp.IsZero():
-		case machinefacts.Preserved(m):
-			// Kept, but not one of the replicas: its replacement is
-			// created below (docs/preservation.md).
-			if machinefacts.Failed(m) && !everRunning(m) {
-				heldEarly++
-			}
-		case m.Status.FailureReason != "":
-			failed = append(failed, m)
-		case isInterrupted(m):
-			// Not one of the replicas any more: replaced first, then
-			// deleted (interrupted.go).
-			interrupted = append(interrupted, m)
-		case s.movingOut[m.Name]:
-			// Moving out in place: not one of ours any more, never a victim.
-		case z.stuck(m):
-			stuck = append(stuck, m) // replaced below, in a zone with capacity
-		default:
-			alive = append(alive, m)
+	l := s.ledger
+	failed, interrupted := l.named(l.failed), l.named(l.interrupted)
+	alive, joined, inCreation, heldEarly := l.kinds[kindAlive], l.joined, l.inCreation, l.heldEarly
+	var stuck []*v1alpha1.Machine
+	if z != nil {
+		// Waiting for a VM in a zone out of capacity: not alive, replaced
+		// below in a zone with capacity.
+		all := l.alive()
+		s.aliveList, s.aliveRead = slices.DeleteFunc(slices.Clone(all), z.stuck), true
+		stuck = slices.DeleteFunc(all, func(m *v1alpha1.Machine) bool { return !z.stuck(m) })
+		for _, m := range stuck {
+			alive--
 			if everRunning(m) {
-				joined++
+				joined--
 			} else {
-				inCreation = append(inCreation, m)
+				inCreation--
 			}
 		}
 	}
+	failedEarly := 0
 	kept, err := r.autoPreserve(ctx, s, failed)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -302,7 +346,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result,
 		return reconcile.Result{}, err
 	}
 	if z != nil {
-		z.count(alive)
+		z.count(s.alive())
 	}
 	movingIn := 0
 	for _, m := range s.movingIn {
@@ -310,14 +354,14 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result,
 			movingIn++
 		}
 	}
-	diff := int(s.ms.Spec.Replicas) - len(alive) - movingIn
+	diff := int(s.ms.Spec.Replicas) - alive - movingIn
 	interruptedWait, err := r.deleteInterrupted(ctx, s, interrupted, diff)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	defer func() { res = requeue.Soonest(res, reconcile.Result{RequeueAfter: interruptedWait}) }()
 	if diff < 0 {
-		diff = min(0, diff+rebalanceHeld(s.ms, alive, s.now))
+		diff = min(0, diff+rebalanceHeld(s.ms, s.alive(), s.now))
 	}
 	wait := r.replacements.wait(s.key, joined, s.now)
 	// Preserved Machines that failed before running are replaced for up
@@ -345,13 +389,13 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result,
 		if limit <= 0 {
 			limit = DefaultMaxCreationWindow
 		}
-		n := min(diff, creationWindow(s, limit)-len(inCreation))
+		n := min(diff, creationWindow(s, limit)-inCreation)
 		if n <= 0 {
 			return reconcile.Result{}, nil // wait for Machines in creation; their updates wake us up
 		}
 		return reconcile.Result{}, r.createMachines(ctx, s, z.place(n), false)
 	case diff < 0:
-		return r.deleteVictims(ctx, s, victims(alive, -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now, z))
+		return r.deleteVictims(ctx, s, victims(s.alive(), -diff, s.ms.Spec.DeletePolicy, time.Duration(s.ms.Spec.MinReadySeconds)*time.Second, s.now, z))
 	case s.ms.Labels[v1alpha1.FrozenLabel] == "" && wait <= 0:
 		if to := rebalanceTo(s, z); to != "" {
 			return reconcile.Result{}, r.createMachines(ctx, s, []string{to}, true)
@@ -517,7 +561,42 @@ func (r *Reconciler) deleted(s *scope, m *v1alpha1.Machine, why string, err erro
 	// (see collect): mark a copy.
 	deleting := m.DeepCopy()
 	deleting.DeletionTimestamp = nowPtr(s.now)
-	s.owned[m.Name] = deleting
+	s.putUntilEnd(deleting)
+}
+
+// putUntilEnd records in the ledger a change this reconcile made to m
+// (deleted it, marked it), so that the rest of the reconcile counts it,
+// until the reconcile ends (restore). The next reconcile counts m as the
+// cache shows it, as every other reader: the change's own event brings
+// it. Kept past the reconcile, a deletion the cache did not show yet
+// would satisfy its expectation, and an older event of m arriving after
+// it would count m alive again: a second victim for one missing replica.
+func (s *scope) putUntilEnd(m *v1alpha1.Machine) {
+	if _, ok := s.replaced[m.Name]; !ok {
+		s.replaced[m.Name] = s.owned[m.Name]
+	}
+	s.ledger.put(m)
+}
+
+// restore puts back in the ledger the Machines putUntilEnd replaced.
+func (s *scope) restore() {
+	for name, m := range s.replaced {
+		if m == nil {
+			s.ledger.remove(name)
+		} else {
+			s.ledger.put(m)
+		}
+	}
+}
+
+// alive returns the set's alive Machines but those stuck in a zone out of
+// capacity, reading every Machine of the set the first time it is called
+// in a reconcile: only a scale-down and a set with a placement need them.
+func (s *scope) alive() []*v1alpha1.Machine {
+	if !s.aliveRead {
+		s.aliveList, s.aliveRead = s.ledger.alive(), true
+	}
+	return s.aliveList
 }
 
 // everRunning reports whether the Machine's Node ever joined: Machines

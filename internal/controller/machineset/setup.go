@@ -28,7 +28,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineset").
 		For(&v1alpha1.MachineSet{}).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToSets)).
+		// Each Machine event is recorded in its sets' ledgers before it
+		// wakes them (ledgers.go).
+		Watches(&v1alpha1.Machine{}, machineEvents{r}).
 		// A budget's recount may free the deletion a scale-down waits for.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToSets),
 			builder.WithPredicates(disruption.AllowedChanged())).

@@ -1,57 +1,28 @@
 package machineset
 
 import (
-	"sort"
-	"time"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
-// updateStatus computes the MachineSet's status once, from its Machines,
+// updateStatus computes the MachineSet's status once, from its ledger,
 // and says when to look again for a Machine about to become available.
 func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 	st := &s.ms.Status
-	templateLabels := labels.SelectorFromSet(s.ms.Spec.Template.Metadata.Labels)
-	var replicas, preserved, fullyLabeled, ready, available int32
+	l := s.ledger
+	if checkLedger {
+		checkRecount(s, l) // after this reconcile's own changes
+	}
+	nextAvailable := l.mature(s.now)
+	replicas, fullyLabeled, ready, available := l.replicas, l.fullyLabeled, l.ready, l.available
 	var failed []v1alpha1.MachineSummary
-	var nextAvailable time.Duration
-	minReady := time.Duration(s.ms.Spec.MinReadySeconds) * time.Second
-	for _, m := range s.owned {
-		if m.Status.LastOperation.State == v1alpha1.OperationFailed || m.Status.FailureReason != "" {
-			failed = append(failed, v1alpha1.MachineSummary{
-				Name: m.Name, ProviderID: m.Spec.ProviderID, LastOperation: m.Status.LastOperation, OwnerRef: s.ms.Name,
-			})
-		}
-		if !m.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if machinefacts.Preserved(m) {
-			preserved++ // not one of the replicas (docs/preservation.md)
-			continue
-		}
-		if s.movingOut[m.Name] {
-			continue // counted by the set it moves to (inplace.go)
-		}
-		replicas++
-		if templateLabels.Matches(labels.Set(m.Labels)) {
-			fullyLabeled++
-		}
-		c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ReadyCondition)
-		if c == nil || c.Status != metav1.ConditionTrue || m.Status.FailureReason != "" {
-			continue
-		}
-		ready++
-		if left := c.LastTransitionTime.Add(minReady).Sub(s.now); left <= 0 {
-			available++
-		} else if nextAvailable == 0 || left < nextAvailable {
-			nextAvailable = left
-		}
+	for _, m := range l.named(l.opFailed) {
+		failed = append(failed, v1alpha1.MachineSummary{
+			Name: m.Name, ProviderID: m.Spec.ProviderID, LastOperation: m.Status.LastOperation, OwnerRef: s.ms.Name,
+		})
 	}
 	for _, m := range s.movingIn {
 		if !countsIn(m) {
@@ -65,9 +36,8 @@ func (r *Reconciler) updateStatus(s *scope) reconcile.Result {
 			available++
 		}
 	}
-	sort.Slice(failed, func(i, j int) bool { return failed[i].Name < failed[j].Name })
 	st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas = replicas, fullyLabeled, ready, available
-	st.PreservedReplicas = preserved
+	st.PreservedReplicas = int32(l.kinds[kindPreserved]) // not replicas (docs/preservation.md)
 	st.FailedMachines = failed
 	st.Selector = s.selector.String()
 	st.ObservedGeneration = s.ms.Generation
