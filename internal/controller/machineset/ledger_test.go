@@ -315,3 +315,30 @@ func BenchmarkSetCountsAtAnEvent(b *testing.B) {
 		})
 	}
 }
+
+// A change the reconcile made to a Machine counts until the reconcile
+// ends; then the ledger holds the Machine as the cache showed it, until
+// the change's own event arrives (putUntilEnd).
+func TestAChangeCountsUntilTheReconcileEnds(t *testing.T) {
+	ms := &v1alpha1.MachineSet{}
+	ms.UID = "set-uid"
+	sel, _ := labels.Parse("")
+	l := newLedger(ms, ledgerContext(ms, sel))
+	m := &v1alpha1.Machine{}
+	m.Name = "a"
+	l.put(m)
+	s := &scope{ms: ms, ledger: l, owned: l.machines, replaced: map[string]*v1alpha1.Machine{}}
+	deleting := m.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	s.putUntilEnd(deleting)
+	adopted := &v1alpha1.Machine{}
+	adopted.Name = "b"
+	s.putUntilEnd(adopted)
+	if l.kinds[kindAlive] != 1 || l.kinds[kindDeleting] != 1 {
+		t.Fatalf("during the reconcile: alive %d, deleting %d; want 1 and 1", l.kinds[kindAlive], l.kinds[kindDeleting])
+	}
+	s.restore()
+	if l.kinds[kindAlive] != 1 || l.kinds[kindDeleting] != 0 || l.machines["a"] != m || l.machines["b"] != nil {
+		t.Fatalf("after the reconcile: alive %d, deleting %d, machines %v; want a as read, alone", l.kinds[kindAlive], l.kinds[kindDeleting], l.machines)
+	}
+}
