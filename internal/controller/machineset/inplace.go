@@ -22,14 +22,10 @@ import (
 // Machine is never a scale-down victim; a moving-in one is not available
 // until its update succeeded and it is Ready.
 
-// collectInPlace reads the set's lists and finds the Machines moving in
-// that it does not control yet (from the cache; one that does not exist
-// counts for nothing).
+// collectInPlace finds the Machines moving in that the set does not
+// control yet (from the cache; one that does not exist counts for
+// nothing). The ledger reads the moving-out list (ledger.go).
 func (r *Reconciler) collectInPlace(ctx context.Context, s *scope) error {
-	s.movingOut = map[string]bool{}
-	for _, n := range machinefacts.InPlaceNames(s.ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation]) {
-		s.movingOut[n] = true
-	}
 	s.movingIn = nil
 	for _, n := range machinefacts.InPlaceNames(s.ms.Annotations[v1alpha1.InPlaceMovingInAnnotation]) {
 		if _, own := s.owned[n]; own {

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -29,10 +28,10 @@ import (
 //
 // A Machine's class depends on the set's selector, template, minimum
 // ready time and moving-out list: its context. A set whose context
-// changed (a new template, an in-place step) classifies its Machines
-// again, once; a change of spec.replicas does not.
+// changed (a new template, each step of an in-place update) lists and
+// classifies its Machines again, once; a change of spec.replicas does
+// not.
 type ledger struct {
-	uid     types.UID
 	context string
 	// minReady is the set's spec.minReadySeconds; template, its labels
 	// and movingOut (names) the rest of the context.
@@ -42,8 +41,9 @@ type ledger struct {
 	movingOut      map[string]bool
 
 	// machines are the set's Machines by name, deleting ones included:
-	// the cache's own objects (read them, change copies) or the copies
-	// this controller wrote, until the write's event replaces them.
+	// the cache's own objects (read them, change copies), an adopted
+	// Machine as the adoption's answer until its event replaces it, and
+	// during a reconcile what it changed (scope.putUntilEnd).
 	machines map[string]*v1alpha1.Machine
 	entries  map[string]entry
 
@@ -60,7 +60,9 @@ type ledger struct {
 	available int32
 	pending   map[string]time.Time
 	now       time.Time
-	// The small sets a reconcile reads one by one.
+	// The Machines a reconcile reads one by one, by name: few, but for
+	// stale after a change of the template's labels, annotations, node
+	// template or lifecycle, which propagate writes to each.
 	failed, interrupted, opFailed, autoKept, waits, stale map[string]bool
 }
 
@@ -113,26 +115,22 @@ type entry struct {
 // Machine: the set, its selector, template and minimum ready time, and
 // its moving-out list.
 func ledgerContext(ms *v1alpha1.MachineSet, sel labels.Selector) string {
-	data, err := json.Marshal(ms.Spec.Template)
-	if err != nil {
-		return "" // never matches: every reconcile classifies again
-	}
+	data, _ := json.Marshal(ms.Spec.Template) // plain fields: Marshal does not fail
 	h := fnv.New64a()
 	_, _ = h.Write(data)
 	return string(ms.UID) + "/" + sel.String() + "/" + strconv.Itoa(int(ms.Spec.MinReadySeconds)) + "/" +
 		ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation] + "/" + strconv.FormatUint(h.Sum64(), 36)
 }
 
-// newLedger makes an empty ledger for ms in context; it keeps ms's
-// template, which the caller must not change.
+// newLedger makes an empty ledger for ms in context.
 func newLedger(ms *v1alpha1.MachineSet, context string) *ledger {
 	movingOut := map[string]bool{}
 	for _, n := range machinefacts.InPlaceNames(ms.Annotations[v1alpha1.InPlaceMovingOutAnnotation]) {
 		movingOut[n] = true
 	}
 	return &ledger{
-		uid: ms.UID, context: context, minReady: time.Duration(ms.Spec.MinReadySeconds) * time.Second,
-		template: &ms.Spec.Template, templateLabels: labels.SelectorFromSet(ms.Spec.Template.Metadata.Labels), movingOut: movingOut,
+		context: context, minReady: time.Duration(ms.Spec.MinReadySeconds) * time.Second,
+		template: ms.Spec.Template.DeepCopy(), templateLabels: labels.SelectorFromSet(ms.Spec.Template.Metadata.Labels), movingOut: movingOut,
 		machines: map[string]*v1alpha1.Machine{}, entries: map[string]entry{}, pending: map[string]time.Time{},
 		failed: map[string]bool{}, interrupted: map[string]bool{}, opFailed: map[string]bool{},
 		autoKept: map[string]bool{}, waits: map[string]bool{}, stale: map[string]bool{},
@@ -347,8 +345,7 @@ var (
 	ledgerDifferences   []string
 )
 
-// checkRecount records how l differs from its recount, if it does, and
-// goes on with the recount.
+// checkRecount records how l differs from its recount, if it does.
 func checkRecount(s *scope, l *ledger) {
 	fresh := l.recounted(s.ms)
 	d := l.differs(fresh)

@@ -13,39 +13,43 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
 
-// ledgers keeps each set's ledger between its reconciles, and the Machine
-// events that arrived since: the newest version of each Machine the
-// events named (nil: deleted). A reconcile takes both and brings the
-// ledger up to date with the events alone (collect).
+// ledgers keeps each set's ledger between its reconciles, and the names
+// of the Machines whose events arrived since. A reconcile takes both and
+// reads only those Machines from the cache (collect).
 //
-// The events come from the informer that fills the cache, in its order,
-// and the watch that wakes a set for a Machine event is this store's own
-// handler (machineEvents), which records the event before it enqueues:
-// a reconcile woken by an event always finds it here.
+// The watch that wakes a set for a Machine event is this store's own
+// handler (machineEvents), which records the name before it enqueues: a
+// reconcile woken by an event always finds the name here. It reads the
+// Machine from the cache, not from the event: the informer writes its
+// store before it hands an event on, so an event may arrive after a
+// reconcile read a newer version, and applied as it came it would take
+// the Machine back to an older state (one being deleted counted alive
+// again). Read from the cache, a Machine is never older than its last
+// read.
 type ledgers struct {
 	mu     sync.Mutex
 	bySet  map[types.NamespacedName]*ledger
-	events map[types.NamespacedName]map[string]*v1alpha1.Machine
+	events map[types.NamespacedName]map[string]bool
 }
 
-// note records the newest version m of the Machine name for set (nil: it
-// is gone).
-func (ls *ledgers) note(set types.NamespacedName, name string, m *v1alpha1.Machine) {
+// note records that the Machine name of set changed.
+func (ls *ledgers) note(set types.NamespacedName, name string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.events == nil {
-		ls.events = map[types.NamespacedName]map[string]*v1alpha1.Machine{}
+		ls.events = map[types.NamespacedName]map[string]bool{}
 	}
 	if ls.events[set] == nil {
-		ls.events[set] = map[string]*v1alpha1.Machine{}
+		ls.events[set] = map[string]bool{}
 	}
-	ls.events[set][name] = m
+	ls.events[set][name] = true
 }
 
-// take hands set's ledger (nil when none is kept) and the events since
-// it was kept to the set's reconcile, which keeps the ledger again once
-// it is up to date (keep); the next events wait for the next reconcile.
-func (ls *ledgers) take(set types.NamespacedName) (*ledger, map[string]*v1alpha1.Machine) {
+// take hands set's ledger (nil when none is kept) and the names of the
+// Machines changed since it was kept to the set's reconcile, which keeps
+// the ledger again once it is up to date (keep); the next events wait
+// for the next reconcile.
+func (ls *ledgers) take(set types.NamespacedName) (*ledger, map[string]bool) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l, events := ls.bySet[set], ls.events[set]
@@ -80,34 +84,27 @@ type machineEvents struct{ r *Reconciler }
 type requestQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 func (h machineEvents) Create(ctx context.Context, e event.CreateEvent, q requestQueue) {
-	h.noted(ctx, q, e.Object, e.Object)
+	h.noted(ctx, q, e.Object)
 }
 
 func (h machineEvents) Update(ctx context.Context, e event.UpdateEvent, q requestQueue) {
-	h.noted(ctx, q, e.ObjectNew, e.ObjectOld, e.ObjectNew)
+	h.noted(ctx, q, e.ObjectOld, e.ObjectNew)
 }
 
 func (h machineEvents) Delete(ctx context.Context, e event.DeleteEvent, q requestQueue) {
-	h.noted(ctx, q, nil, e.Object)
+	h.noted(ctx, q, e.Object)
 }
 
 func (h machineEvents) Generic(ctx context.Context, e event.GenericEvent, q requestQueue) {
-	h.noted(ctx, q, e.Object, e.Object)
+	h.noted(ctx, q, e.Object)
 }
 
-// noted records now (nil: deleted) in the ledgers of the sets each of
-// versions maps to, and enqueues them.
-func (h machineEvents) noted(ctx context.Context, q requestQueue, now client.Object, versions ...client.Object) {
-	var m *v1alpha1.Machine
-	if now != nil {
-		var ok bool
-		if m, ok = now.(*v1alpha1.Machine); !ok {
-			return
-		}
-	}
+// noted records the Machine of versions in the ledgers of the sets each
+// version maps to, and enqueues them.
+func (h machineEvents) noted(ctx context.Context, q requestQueue, versions ...client.Object) {
 	seen := map[reconcile.Request]bool{}
 	for _, o := range versions {
-		if o == nil {
+		if _, ok := o.(*v1alpha1.Machine); !ok {
 			continue
 		}
 		for _, req := range h.r.machineToSets(ctx, o) {
@@ -115,7 +112,7 @@ func (h machineEvents) noted(ctx context.Context, q requestQueue, now client.Obj
 				continue
 			}
 			seen[req] = true
-			h.r.ledgers.note(req.NamespacedName, o.GetName(), m)
+			h.r.ledgers.note(req.NamespacedName, o.GetName())
 			q.Add(req)
 		}
 	}

@@ -64,7 +64,8 @@ func (r *Reconciler) autoPreserve(ctx context.Context, s *scope, failed []*v1alp
 }
 
 // markAutoPreserved sets or removes the auto-preserved annotation of m, a
-// Machine the cache may own: it writes a copy and keeps that in s.owned.
+// Machine the cache may own: it writes a copy, which counts until the
+// reconcile ends (putUntilEnd).
 func (r *Reconciler) markAutoPreserved(ctx context.Context, s *scope, m *v1alpha1.Machine, on bool) error {
 	updated := m.DeepCopy()
 	if on {

@@ -77,7 +77,7 @@ func rebalanceTo(s *scope, z *zoneView) string {
 	}
 	minReady := time.Duration(s.ms.Spec.MinReadySeconds) * time.Second
 	for _, m := range s.owned {
-		if !machinefacts.Available(m, minReady, s.now) && !s.movingOut[m.Name] {
+		if !machinefacts.Available(m, minReady, s.now) && !s.ledger.movingOut[m.Name] {
 			return "" // deleting, failed, on its way, or not available yet
 		}
 	}

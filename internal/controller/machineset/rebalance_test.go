@@ -15,7 +15,8 @@ func rebalanceScope() (*scope, *zoneView) {
 	ms := &v1alpha1.MachineSet{}
 	ms.Spec.Replicas = 6
 	ms.Spec.FailureDomains = &v1alpha1.FailureDomainPlacement{Zones: abc, RebalanceSurge: 1}
-	s := &scope{ms: ms, owned: map[string]*v1alpha1.Machine{}}
+	l := newLedger(ms, "")
+	s := &scope{ms: ms, ledger: l, owned: l.machines}
 	var alive []*v1alpha1.Machine
 	for _, n := range []string{"a1", "a2", "a3", "c1", "c2", "c3"} {
 		m := inZone(mach(n, v1alpha1.PhaseRunning, time.Hour, nil, true), n[:1])

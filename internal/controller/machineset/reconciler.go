@@ -198,10 +198,9 @@ type scope struct {
 	// says whether a Machine made from it has run (see proven.go).
 	template string
 	proven   bool
-	// movingOut names the Machines the set controls that are moving out
-	// in place; movingIn are those of other sets moving in (see inplace.go).
-	movingOut map[string]bool
-	movingIn  []*v1alpha1.Machine
+	// movingIn are the Machines of other sets moving in (see inplace.go);
+	// those moving out are the ledger's movingOut.
+	movingIn []*v1alpha1.Machine
 	// victims are the Machines the set wants deleted now, asked for or
 	// not; waiting says, when some wait for a budget, which (budget.go).
 	victims map[string]bool
@@ -213,8 +212,8 @@ type scope struct {
 	scaled  bool
 }
 
-// collect brings the set's ledger up to date: with the Machine events
-// since its last reconcile, or, the first time and when the Machines'
+// collect brings the set's ledger up to date: with the Machines whose
+// events arrived since its last reconcile, read from the cache, or, the first time and when the Machines'
 // context changed (ledgerContext), by listing the set's Machines and the
 // orphans it may adopt. Either way it adopts orphans that match its
 // selector and releases owned Machines that no longer match.
@@ -234,8 +233,12 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 		l, err = r.collectAll(ctx, s, context)
 	} else {
 		for _, name := range slices.Sorted(maps.Keys(events)) {
-			if m := events[name]; m == nil {
-				l.remove(name)
+			var m *v1alpha1.Machine
+			if m, err = ownerindex.Get(ctx, r.Views, r.Client, s.ms.Namespace, name, &v1alpha1.Machine{}); err != nil {
+				break
+			}
+			if m == nil {
+				l.remove(name) // gone
 			} else if err = r.take(ctx, s, l, m); err != nil {
 				break
 			}

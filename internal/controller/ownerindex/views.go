@@ -94,6 +94,26 @@ func InNamespace[T client.Object](ctx context.Context, v *Views, c client.Reader
 	return read[T](ctx, v, c, list, toolscache.NamespaceIndex, ns, client.InNamespace(ns))
 }
 
+// Get returns the object of T in namespace ns named name: the cache's
+// own object, to read only (without Views, a shallow copy of it); nil,
+// with no error, when the cache has none. obj is an empty T, filled only
+// when the fallback Get runs.
+func Get[T client.Object](ctx context.Context, v *Views, c client.Reader, ns, name string, obj T) (T, error) {
+	var zero T
+	if idx := v.indexer(reflect.TypeOf(zero)); idx != nil {
+		o, exists, err := idx.GetByKey(namespacedKey(ns, name))
+		if err != nil || !exists {
+			return zero, err
+		}
+		t, _ := o.(T)
+		return t, nil
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj, client.UnsafeDisableDeepCopy); err != nil {
+		return zero, client.IgnoreNotFound(err)
+	}
+	return obj, nil
+}
+
 // read returns the objects the store of T has under key in its index,
 // else those a List with opts returns.
 func read[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList, index, key string, opts ...client.ListOption) ([]T, error) {

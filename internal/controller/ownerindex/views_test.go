@@ -105,4 +105,25 @@ func TestViewsMatchList(t *testing.T) {
 	if first, second := read(nil), read(nil); first == second {
 		t.Error("the fallback List returned the same object twice: not a List")
 	}
+
+	// Get: the cache's own object by name, the same as the fallback's
+	// read; nil for a name the cache does not have.
+	get := func(v *ownerindex.Views, name string) *v1alpha1.Machine {
+		m, err := ownerindex.Get(t.Context(), v, c, ns, name, &v1alpha1.Machine{})
+		if err != nil {
+			t.Fatalf("get %s: %v", name, err)
+		}
+		return m
+	}
+	if m := get(views, prefix+"other"); m != read(views) {
+		t.Errorf("Get returned %p, not the cache's own object %p", m, read(views))
+	}
+	if view, fallback := get(views, prefix+"a"), get(nil, prefix+"a"); view == nil || fallback == nil || view.UID != fallback.UID || view == fallback {
+		t.Errorf("Get of a: the view reads %v, the fallback %v", view, fallback)
+	}
+	for _, v := range []*ownerindex.Views{views, nil} {
+		if m := get(v, prefix+"no-such-machine"); m != nil {
+			t.Errorf("Get of a Machine the cache does not have returned %s", m.Name)
+		}
+	}
 }
