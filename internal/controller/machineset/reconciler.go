@@ -213,9 +213,9 @@ type scope struct {
 }
 
 // collect brings the set's ledger up to date: with the Machines whose
-// events arrived since its last reconcile, read from the cache, or, the first time and when the Machines'
-// context changed (ledgerContext), by listing the set's Machines and the
-// orphans it may adopt. Either way it adopts orphans that match its
+// events arrived since its last reconcile, read from the cache, or, the
+// first time and when the Machines' context changed (ledgerContext), by
+// listing the set's Machines and the orphans it may adopt. Either way it adopts orphans that match its
 // selector and releases owned Machines that no longer match.
 //
 // The ledger holds the cache's own objects, not copies: a reconcile
@@ -311,17 +311,18 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (res reconcile.Result,
 	if z != nil {
 		// Waiting for a VM in a zone out of capacity: not alive, replaced
 		// below in a zone with capacity.
-		all := l.alive()
-		s.aliveList, s.aliveRead = slices.DeleteFunc(slices.Clone(all), z.stuck), true
-		stuck = slices.DeleteFunc(all, func(m *v1alpha1.Machine) bool { return !z.stuck(m) })
-		for _, m := range stuck {
-			alive--
-			if everRunning(m) {
-				joined--
-			} else {
-				inCreation--
+		var kept []*v1alpha1.Machine
+		for _, m := range l.alive() {
+			switch {
+			case !z.stuck(m):
+				kept = append(kept, m)
+			case everRunning(m):
+				stuck, alive, joined = append(stuck, m), alive-1, joined-1
+			default:
+				stuck, alive, inCreation = append(stuck, m), alive-1, inCreation-1
 			}
 		}
+		s.aliveList, s.aliveRead = kept, true
 	}
 	failedEarly := 0
 	kept, err := r.autoPreserve(ctx, s, failed)
