@@ -2,6 +2,7 @@ package machinehealthcheck_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -14,7 +15,17 @@ import (
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
-func TestMain(m *testing.M) { os.Exit(controllertest.Run(m)) }
+// TestMain runs the package's tests, and fails when a reconcile found a
+// health check's kept verdicts different from a judgement of every
+// Machine (export_test.go).
+func TestMain(m *testing.M) {
+	code := controllertest.Run(m)
+	if d := machinehealthcheck.JudgementDifferences(); len(d) > 0 {
+		fmt.Fprintf(os.Stderr, "%d reconciles found a health check's kept verdicts different from judging every Machine; the first: %s\n", len(d), d[0])
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // newHarness runs the machine, MachineSet, health check and disruption
 // budget controllers; the health check asks the budgets before it remediates.

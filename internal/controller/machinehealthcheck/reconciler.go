@@ -15,13 +15,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -45,6 +45,11 @@ type Reconciler struct {
 	// selecting the Machine must allow it (docs/disruption-budgets.md). Nil
 	// allows every remediation.
 	Gate *disruption.Gate
+
+	// judgements keeps each health check's verdicts between its
+	// reconciles, and the names of the Machines whose events (their own
+	// or their Node's) arrived since (judgements.go).
+	judgements changed.Store[*judged]
 }
 
 // target is one selected Machine and what the reconcile decided for it.
@@ -53,6 +58,8 @@ type target struct {
 	node     *corev1.Node
 	verdict  verdict
 	conflict []string // other health checks selecting it
+	// versions are the Machine's and the Node's resourceVersions judged.
+	versions [2]string
 }
 
 // Reconcile judges the Machines one health check selects and remediates
@@ -62,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
+			r.judgements.Forget(req.NamespacedName)
 			return reconcile.Result{}, r.withdrawOrphaned(ctx, req.Namespace)
 		}
 		return reconcile.Result{}, err
@@ -75,11 +83,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		now = r.Now()
 	}
 	writer := patch.New(r.Client, mhc)
-	targets, err := r.targets(ctx, mhc, now)
+	grants, err := r.remediationGrants(ctx, mhc.Namespace)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	res, err := r.remediate(ctx, mhc, targets, now)
+	j, names := r.judgements.Take(req.NamespacedName)
+	if j, err = r.judge(ctx, mhc, j, names, grants, now); err != nil {
+		return reconcile.Result{}, err // nothing kept: the next reconcile judges every Machine
+	}
+	r.judgements.Keep(req.NamespacedName, j)
+	res, err := r.remediate(ctx, mhc, j, grants, now)
 	if perr := writer.PatchStatus(ctx, mhc); perr != nil && err == nil {
 		err = client.IgnoreNotFound(perr)
 	}
@@ -89,100 +102,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return requeue.Result(res, err)
 }
 
-// targets lists the Machines the health check selects (those being
-// deleted are already on their way out), with their Nodes, the other
-// health checks selecting each, and the verdict of the checks. The
-// Machines are not deep copies (docs/architecture.md, "Reading objects"):
-// their labels, annotations and status share the cache's memory, to be
-// read only; remediate copies the ones it writes.
-func (r *Reconciler) targets(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, now time.Time) ([]*target, error) {
-	checks := &v1alpha1.MachineHealthCheckList{}
-	if err := r.Client.List(ctx, checks, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	// Each selector parsed once, not once per Machine.
-	own, selects := machinefacts.HealthCheckSelector(mhc)
-	selecting := machinefacts.NewHealthCheckSelectors(checks.Items)
-	var out []*target
-	for i := range machines.Items {
-		m := &machines.Items[i]
-		set := labels.Set(m.Labels)
-		// A preserved failed Machine is remediated already (its
-		// replacement exists) and kept for debugging: like one being
-		// deleted, it is neither expected, unhealthy nor in flight, or it
-		// would hold maxInFlight and the short-circuit for the whole
-		// preserve timeout (docs/health-checks.md).
-		if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !selects || !own.Matches(set) {
-			continue
-		}
-		t := &target{machine: m}
-		for _, name := range selecting.Selecting(set) {
-			if name != mhc.Name {
-				t.conflict = append(t.conflict, name)
-			}
-		}
-		if m.Status.NodeRef != nil {
-			node := &corev1.Node{}
-			if err := r.Target.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node); err == nil {
-				t.node = node
-			} else if !apierrors.IsNotFound(err) {
-				return nil, err
-			}
-		}
-		t.verdict = judge(&mhc.Spec.Checks, m, t.node, now)
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].machine.Name < out[j].machine.Name })
-	return out, nil
-}
-
 // remediate records each Machine's verdict, computes the budget and starts
 // the remediations it allows; it fills mhc's status.
-func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, targets []*target, now time.Time) (reconcile.Result, error) {
-	var judged, unhealthy []*target
+func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, j *judged, grants map[string]bool,
+	now time.Time) (reconcile.Result, error) {
+	targets := j.acting()
+	var unhealthy []*target
 	var conflicts []string
-	res := reconcile.Result{}
 	for _, t := range targets {
 		if len(t.conflict) > 0 {
 			conflicts = append(conflicts, t.machine.Name)
-			continue
-		}
-		judged = append(judged, t)
-		if !t.verdict.healthy {
+		} else if !t.verdict.healthy {
 			unhealthy = append(unhealthy, t)
-		} else if t.verdict.recheckIn > 0 {
-			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: t.verdict.recheckIn})
 		}
 	}
+	res := reconcile.Result{RequeueAfter: j.recheckIn(now)}
 	inFlight, err := r.inFlight(ctx, mhc, unhealthy)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	b, err := computeBudget(&mhc.Spec.Remediation, len(judged), len(unhealthy), len(inFlight))
+	b, err := computeBudget(&mhc.Spec.Remediation, j.expected, len(unhealthy), len(inFlight))
 	if err != nil {
 		// Only a health check written around admission gets here.
 		r.setStatusCondition(mhc, v1alpha1.RemediationAllowedCondition, false, "InvalidSpec", err.Error(), now)
 		return reconcile.Result{}, nil
 	}
 
-	grants, err := r.remediationGrants(ctx, mhc.Namespace)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	var started []string
 	reasons := map[string]string{}
 	for _, t := range targets {
-		if len(t.conflict) == 0 && t.verdict.healthy && recordedPassing(t.machine) && !grants[t.machine.Name] &&
-			!disruption.WaitsFor(t.machine, v1alpha1.DisruptionRemediation) {
-			// recovered would write nothing and withdraw nothing: a
-			// passing Machine, most of a fleet, costs no copy, no
-			// budget read and no write.
-			continue
-		}
 		m := t.machine.DeepCopy() // the cache's: never written
 		t.machine = m
 		switch {
@@ -237,7 +185,7 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 		r.event(mhc, corev1.EventTypeNormal, "RemediationStarted",
 			fmt.Sprintf("remediating %d unhealthy Machine(s) (%s): %s", len(started), r.mode(mhc), strings.Join(started, ", ")))
 	}
-	r.fillStatus(mhc, judged, unhealthy, reasons, conflicts, b, now)
+	r.fillStatus(mhc, j.expected, unhealthy, reasons, conflicts, b, now)
 	return res, nil
 }
 

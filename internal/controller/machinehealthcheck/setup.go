@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/enqueue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -33,14 +34,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, target cluster.Cluster, 
 		// start or end a conflict over the same Machines.
 		Watches(&v1alpha1.MachineHealthCheck{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, checkList, true)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks),
+		// Each Machine event, and each of its Node's, is noted for the
+		// checks selecting it before it wakes them (judgements.go).
+		Watches(&v1alpha1.Machine{}, changed.Handler(&r.judgements, r.machineToChecks, changed.Name),
 			builder.WithPredicates(checkedChanged())).
 		// A budget's recount may free the disruption a remediation waits
 		// for, in any health check of its namespace.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(enqueue.AllInNamespace(r.Client, checkList, false)),
 			builder.WithPredicates(disruption.AllowedChanged())).
 		WatchesRawSource(source.Kind(target.GetCache(), &corev1.Node{},
-			handler.TypedEnqueueRequestsFromMapFunc(r.nodeToChecks), conditionsChanged())).
+			changed.Handler(&r.judgements, r.nodeToChecks, nodeMachine), conditionsChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -74,6 +77,10 @@ func (r *Reconciler) nodeToChecks(ctx context.Context, node *corev1.Node) []reco
 	}
 	return r.machineToChecks(ctx, m)
 }
+
+// nodeMachine names the Machine a Node stands for (its back-reference
+// annotation; nodeToChecks reads the namespace).
+func nodeMachine(node *corev1.Node) string { return node.Annotations[v1alpha1.NodeMachineAnnotation] }
 
 // conditionsChanged passes Node events whose condition statuses changed
 // (and creations and deletions), not the heartbeats.

@@ -15,11 +15,11 @@ import (
 // fillStatus writes what the reconcile found into the health check's
 // status, and an Event when the short-circuit starts or ends holding
 // remediation back.
-func (r *Reconciler) fillStatus(mhc *v1alpha1.MachineHealthCheck, judged, unhealthy []*target, reasons map[string]string,
+func (r *Reconciler) fillStatus(mhc *v1alpha1.MachineHealthCheck, expected int, unhealthy []*target, reasons map[string]string,
 	conflicts []string, b budget, now time.Time) {
 	st := &mhc.Status
-	st.ExpectedMachines = int32(len(judged))
-	st.CurrentHealthy = int32(len(judged) - len(unhealthy))
+	st.ExpectedMachines = int32(expected)
+	st.CurrentHealthy = int32(expected - len(unhealthy))
 	st.RemediationsAllowed = int32(b.allowed)
 	st.ObservedGeneration = mhc.Generation
 	st.UnhealthyMachines = nil
@@ -40,10 +40,10 @@ func (r *Reconciler) fillStatus(mhc *v1alpha1.MachineHealthCheck, judged, unheal
 		}
 	} else {
 		r.setStatusCondition(mhc, v1alpha1.RemediationAllowedCondition, true, ReasonRemediationAllowed,
-			fmt.Sprintf("%d of %d Machines are unhealthy: remediation allowed", len(unhealthy), len(judged)), now)
+			fmt.Sprintf("%d of %d Machines are unhealthy: remediation allowed", len(unhealthy), expected), now)
 		if wasHeldBack {
 			r.event(mhc, corev1.EventTypeNormal, "RemediationResumed",
-				fmt.Sprintf("%d of %d Machines are unhealthy: remediation resumes", len(unhealthy), len(judged)))
+				fmt.Sprintf("%d of %d Machines are unhealthy: remediation resumes", len(unhealthy), expected))
 		}
 	}
 

@@ -29,6 +29,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/brief"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
@@ -72,7 +73,9 @@ type Reconciler struct {
 	replacements replaceBackoff
 	statuses     patch.OwnStatus
 	pace         statusPace
-	ledgers      ledgers
+	// ledgers keeps each set's ledger between its reconciles, and the
+	// names of its Machines whose events arrived since (collect).
+	ledgers changed.Store[*ledger]
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
@@ -84,7 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.replacements.forget(req.String())
 			r.statuses.Forget(req.NamespacedName)
 			r.pace.Forget(req.NamespacedName)
-			r.ledgers.forget(req.NamespacedName)
+			r.ledgers.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -226,7 +229,7 @@ type scope struct {
 // for every reader.
 func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	key := types.NamespacedName{Namespace: s.ms.Namespace, Name: s.ms.Name}
-	l, events := r.ledgers.take(key)
+	l, events := r.ledgers.Take(key)
 	context := ledgerContext(s.ms, s.selector)
 	var err error
 	if l == nil || l.context != context {
@@ -250,7 +253,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	if checkLedger {
 		checkRecount(s, l)
 	}
-	r.ledgers.keep(key, l)
+	r.ledgers.Keep(key, l)
 	s.ledger, s.owned = l, l.machines
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
@@ -28,9 +29,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineset").
 		For(&v1alpha1.MachineSet{}).
-		// Each Machine event is recorded in its sets' ledgers before it
-		// wakes them (ledgers.go).
-		Watches(&v1alpha1.Machine{}, machineEvents{r}).
+		// Each Machine event is noted for its sets' ledgers before it
+		// wakes them (collect).
+		Watches(&v1alpha1.Machine{}, changed.Handler(&r.ledgers, r.machineToSets, changed.Name)).
 		// A budget's recount may free the deletion a scale-down waits for.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToSets),
 			builder.WithPredicates(disruption.AllowedChanged())).

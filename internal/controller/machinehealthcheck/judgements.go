@@ -1,0 +1,299 @@
+package machinehealthcheck
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/machinefacts"
+)
+
+// fullPassEvery bounds how long a verdict is kept without its Machine
+// being read again: a Machine or Node event lost on the way (a failed
+// cache read in the event's mapping) delays a verdict by at most this.
+const fullPassEvery = 5 * time.Minute
+
+// judged is what a health check's reconciles found of the Machines it
+// selects, kept between them (Reconciler.judgements): a reconcile judges
+// again only the Machines whose events (their own or their Node's)
+// arrived since, those whose verdict may have changed by time, and the
+// few it acts on; a fleet that passes costs nothing per Machine at an
+// event (docs/benchmarks.md, issue 35 item 3).
+type judged struct {
+	// context is what every verdict depends on besides its Machine, its
+	// Node and the clock (judgedContext); all are judged again when it
+	// changes.
+	context string
+	// fullAt is when every selected Machine was last judged.
+	fullAt time.Time
+	// targets are the selected Machines, by name, with their verdicts.
+	targets map[string]*target
+	// expected counts the targets no other health check selects.
+	expected int
+	// due are the targets that pass but whose verdict changes by time
+	// alone (a timeout running), and when it may.
+	due map[string]time.Time
+	// active names the targets a reconcile acts on: every one but those
+	// that pass, passed before, and have no grant to withdraw nor a wait
+	// (quiet).
+	active map[string]bool
+}
+
+// judgedContext identifies the health check's spec and every other
+// check of its namespace that may select the same Machines (conflicts).
+func judgedContext(mhc *v1alpha1.MachineHealthCheck, checks []v1alpha1.MachineHealthCheck) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%d", mhc.UID, mhc.Generation)
+	for i := range checks {
+		c := &checks[i]
+		fmt.Fprintf(&b, ";%s/%s/%d/%t", c.Name, c.UID, c.Generation, c.DeletionTimestamp.IsZero())
+	}
+	return b.String()
+}
+
+// judge brings j (nil: none kept) up to date: every selected Machine
+// judged when j is nil, its context changed or fullPassEvery passed;
+// else only those named (changed since), the active ones, those granted
+// a remediation and those due. It returns what the reconcile keeps.
+func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, j *judged, names map[string]bool,
+	grants map[string]bool, now time.Time) (*judged, error) {
+	checks := &v1alpha1.MachineHealthCheckList{}
+	if err := r.Client.List(ctx, checks, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	j2 := &judgment{r: r, mhc: mhc, grants: grants, now: now, selecting: machinefacts.NewHealthCheckSelectors(checks.Items)}
+	j2.own, j2.selects = machinefacts.HealthCheckSelector(mhc)
+	context := judgedContext(mhc, checks.Items)
+	if j == nil || j.context != context || now.Sub(j.fullAt) >= fullPassEvery || now.Before(j.fullAt) {
+		return j2.all(ctx, context)
+	}
+	redo := maps.Clone(names)
+	if redo == nil {
+		redo = map[string]bool{}
+	}
+	maps.Copy(redo, j.active)
+	for name := range grants {
+		redo[name] = true
+	}
+	for name, at := range j.due {
+		if !now.Before(at) {
+			redo[name] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(redo)) {
+		m := &v1alpha1.Machine{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: name}, m); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return nil, err
+			}
+			m = nil
+		}
+		t, err := j2.one(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		j.set(name, t, j2.quiet(t), now)
+	}
+	if checkJudgements {
+		j2.recheck(ctx, j)
+	}
+	return j, nil
+}
+
+// judgment is one reconcile's judging: the check, its selector and
+// every check's of the namespace, the grants and the clock.
+type judgment struct {
+	r         *Reconciler
+	mhc       *v1alpha1.MachineHealthCheck
+	own       labels.Selector
+	selects   bool
+	selecting machinefacts.HealthCheckSelectors
+	grants    map[string]bool
+	now       time.Time
+}
+
+// all judges every Machine of the namespace. The Machines are not deep
+// copies (docs/architecture.md, "Reading objects"): their labels,
+// annotations and status share the cache's memory, to be read only;
+// remediate copies the ones it writes.
+func (g *judgment) all(ctx context.Context, context string) (*judged, error) {
+	machines := &v1alpha1.MachineList{}
+	if err := g.r.Client.List(ctx, machines, client.InNamespace(g.mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	j := &judged{context: context, fullAt: g.now, targets: map[string]*target{}, due: map[string]time.Time{}, active: map[string]bool{}}
+	for i := range machines.Items {
+		t, err := g.one(ctx, &machines.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		j.set(machines.Items[i].Name, t, g.quiet(t), g.now)
+	}
+	return j, nil
+}
+
+// one judges m (nil: gone); nil when the check does not judge it: not
+// selected, or being deleted (already on its way out).
+func (g *judgment) one(ctx context.Context, m *v1alpha1.Machine) (*target, error) {
+	if m == nil {
+		return nil, nil
+	}
+	set := labels.Set(m.Labels)
+	// A preserved failed Machine is remediated already (its replacement
+	// exists) and kept for debugging: like one being deleted, it is
+	// neither expected, unhealthy nor in flight, or it would hold
+	// maxInFlight and the short-circuit for the whole preserve timeout
+	// (docs/health-checks.md).
+	if !m.DeletionTimestamp.IsZero() || (machinefacts.Failed(m) && machinefacts.Preserved(m)) || !g.selects || !g.own.Matches(set) {
+		return nil, nil
+	}
+	t := &target{machine: m}
+	for _, name := range g.selecting.Selecting(set) {
+		if name != g.mhc.Name {
+			t.conflict = append(t.conflict, name)
+		}
+	}
+	if m.Status.NodeRef != nil {
+		node := &corev1.Node{}
+		if err := g.r.Target.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node); err == nil {
+			t.node = node
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	t.verdict = judge(&g.mhc.Spec.Checks, m, t.node, g.now)
+	t.versions = versionsOf(m, t.node)
+	return t, nil
+}
+
+// quiet says whether t (nil: not judged) needs nothing of a reconcile:
+// it passes, has passed before (recovered would write nothing), and has
+// no grant to withdraw nor a wait for a budget.
+func (g *judgment) quiet(t *target) bool {
+	return t == nil || (len(t.conflict) == 0 && t.verdict.healthy && recordedPassing(t.machine) &&
+		!g.grants[t.machine.Name] && !disruption.WaitsFor(t.machine, v1alpha1.DisruptionRemediation))
+}
+
+// set records t (nil: not judged) as name's judgement at now.
+func (j *judged) set(name string, t *target, quiet bool, now time.Time) {
+	if old := j.targets[name]; old != nil && len(old.conflict) == 0 {
+		j.expected--
+	}
+	delete(j.targets, name)
+	delete(j.due, name)
+	delete(j.active, name)
+	if t == nil {
+		return
+	}
+	if quiet {
+		// A quiet target keeps no object: a reconcile reads it again
+		// before it acts on it, and the Machines and Nodes of a fleet
+		// would otherwise be held twice, the cache's and these.
+		t = &target{verdict: t.verdict, versions: t.versions}
+	} else {
+		m := *t.machine // shallow: a List's item would keep its whole list
+		t.machine = &m
+	}
+	j.targets[name] = t
+	if len(t.conflict) == 0 {
+		j.expected++
+		if t.verdict.healthy && t.verdict.recheckIn > 0 {
+			j.due[name] = now.Add(t.verdict.recheckIn)
+		}
+	}
+	if !quiet {
+		j.active[name] = true
+	}
+}
+
+// acting are the active targets, by name: those remediate records,
+// remediates or withdraws.
+func (j *judged) acting() []*target {
+	out := make([]*target, 0, len(j.active))
+	for _, name := range slices.Sorted(maps.Keys(j.active)) {
+		out = append(out, j.targets[name])
+	}
+	return out
+}
+
+// recheckIn is when the soonest verdict may change by time alone (0:
+// none).
+func (j *judged) recheckIn(now time.Time) time.Duration {
+	var soonest time.Duration
+	for _, at := range j.due {
+		if d := max(at.Sub(now), time.Millisecond); soonest == 0 || d < soonest {
+			soonest = d
+		}
+	}
+	return soonest
+}
+
+// versionsOf identifies what a verdict was made of: the Machine's and
+// its Node's resourceVersions.
+func versionsOf(m *v1alpha1.Machine, node *corev1.Node) [2]string {
+	v := [2]string{m.ResourceVersion}
+	if node != nil {
+		v[1] = node.ResourceVersion
+	}
+	return v
+}
+
+// checkJudgements makes every reconcile that judged only some Machines
+// judge them all too and compare (recheck), recording a difference in
+// judgementDifferences: the package's tests set it, so every test of the
+// health check checks what it kept.
+var checkJudgements bool
+
+var (
+	judgementDifferencesMu sync.Mutex
+	judgementDifferences   []string
+)
+
+// recheck judges every Machine again and records where j differs for a
+// Machine and Node of the same versions: a kept verdict, conflict or
+// activity that a judgement now would not give, a target kept that would
+// not be judged, or a due time passed.
+func (g *judgment) recheck(ctx context.Context, j *judged) {
+	fresh, err := g.all(ctx, j.context)
+	if err != nil {
+		return
+	}
+	var diffs []string
+	for name, t := range j.targets {
+		f := fresh.targets[name]
+		switch {
+		case f == nil:
+			m := &v1alpha1.Machine{}
+			if err := g.r.Client.Get(ctx, client.ObjectKey{Namespace: g.mhc.Namespace, Name: name}, m); err == nil && m.ResourceVersion == t.versions[0] {
+				diffs = append(diffs, name+": kept, but not judged now")
+			}
+		case f.versions != t.versions:
+			// an event on its way: the next reconcile reads it
+		case f.verdict.healthy != t.verdict.healthy || f.verdict.reason != t.verdict.reason || f.verdict.message != t.verdict.message ||
+			!slices.Equal(f.conflict, t.conflict) || fresh.active[name] != j.active[name]:
+			diffs = append(diffs, fmt.Sprintf("%s: kept %+v (conflict %v, active %t), judged now %+v (conflict %v, active %t)",
+				name, t.verdict, t.conflict, j.active[name], f.verdict, f.conflict, fresh.active[name]))
+		}
+		if at, ok := j.due[name]; ok && !g.now.Before(at) {
+			diffs = append(diffs, fmt.Sprintf("%s: due at %s, kept past it", name, at))
+		}
+	}
+	if len(diffs) == 0 {
+		return
+	}
+	slices.Sort(diffs)
+	judgementDifferencesMu.Lock()
+	defer judgementDifferencesMu.Unlock()
+	judgementDifferences = append(judgementDifferences, g.mhc.Namespace+"/"+g.mhc.Name+": "+strings.Join(diffs, "; "))
+}
