@@ -31,6 +31,7 @@ var controllers = []string{
 // controller: any controller may import them, and they import no
 // controller.
 var helpers = []string{
+	"changed",     // what a reconcile kept, and the objects changed since
 	"classlimit",  // the per-class create and delete slots
 	"classsecret", // what a MachineClass hands its driver
 	"enqueue",     // mapping events to requests
