@@ -19,9 +19,9 @@ import (
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
-// fullPassEvery bounds how long a verdict is kept without its Machine
-// being read again: a Machine or Node event lost on the way (a failed
-// cache read in the event's mapping) delays a verdict by at most this.
+// fullPassEvery is how often a health check judges every Machine it
+// selects: a Machine or Node event lost on the way (a failed cache read
+// in the event's mapping) delays a verdict by at most this.
 const fullPassEvery = 5 * time.Minute
 
 // judged is what a health check's reconciles found of the Machines it
@@ -227,16 +227,17 @@ func (j *judged) acting() []*target {
 	return out
 }
 
-// recheckIn is when the soonest verdict may change by time alone (0:
-// none).
+// recheckIn is when the next reconcile is due without an event: the
+// soonest verdict that may change by time alone, or the next pass over
+// every Machine, whichever comes first.
 func (j *judged) recheckIn(now time.Time) time.Duration {
-	var soonest time.Duration
+	soonest := j.fullAt.Add(fullPassEvery)
 	for _, at := range j.due {
-		if d := max(at.Sub(now), time.Millisecond); soonest == 0 || d < soonest {
-			soonest = d
+		if at.Before(soonest) {
+			soonest = at
 		}
 	}
-	return soonest
+	return max(soonest.Sub(now), time.Millisecond)
 }
 
 // versionsOf identifies what a verdict was made of: the Machine's and
