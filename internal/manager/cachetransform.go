@@ -12,15 +12,17 @@ var stripManagedFields = crcache.TransformStripManagedFields()
 
 // cacheTransform is the transform of every cached object: managedFields
 // dropped (no controller reads them), of a Node's status only its
-// conditions, addresses and nodeInfo kept, equal strings shared and
-// slices clipped to their length (compact.go).
+// conditions, addresses and kubelet version kept, equal strings shared
+// and slices clipped to their length (compact.go).
 //
 // The controllers read a cached Node's metadata, spec, conditions and
-// nodeInfo (the kubelet version an in-place update waits for,
+// kubelet version (what an in-place update waits for,
 // docs/in-place-updates.md), never the rest of its status (the drain
 // reads volumesAttached from the API server); a real Node's status.images
 // alone is often the largest part of it, and a heap profile at 5000 Nodes
-// showed 12.5 MiB decoding Node status (docs/benchmarks-history.md). Writes
+// showed 12.5 MiB decoding Node status (docs/benchmarks-history.md); the
+// rest of nodeInfo (machine, boot and system IDs, one each per Node)
+// held 2 MiB more at 5400 Nodes (docs/benchmarks.md). Writes
 // are unaffected: a Node patch is computed between two trimmed copies, and
 // the API server keeps a Node's status on an update of the Node.
 func cacheTransform(obj any) (any, error) {
@@ -33,7 +35,8 @@ func cacheTransform(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *corev1.Node:
-		o.Status = corev1.NodeStatus{Conditions: o.Status.Conditions, Addresses: o.Status.Addresses, NodeInfo: o.Status.NodeInfo}
+		o.Status = corev1.NodeStatus{Conditions: o.Status.Conditions, Addresses: o.Status.Addresses,
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: o.Status.NodeInfo.KubeletVersion}}
 		compactNode(o)
 	case *v1alpha1.Machine:
 		compactMachine(o)

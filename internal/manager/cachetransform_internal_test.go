@@ -13,7 +13,7 @@ import (
 )
 
 // The cache keeps of a Node what the controllers read — metadata but its
-// managedFields, spec, conditions, addresses, nodeInfo (the kubelet version
+// managedFields, spec, conditions, addresses, the kubelet version (what
 // an in-place update waits for) — and nothing else of its status.
 func TestCacheTransformTrimsNodes(t *testing.T) {
 	node := &corev1.Node{
@@ -25,7 +25,7 @@ func TestCacheTransformTrimsNodes(t *testing.T) {
 			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}},
 			Images:          []corev1.ContainerImage{{Names: []string{"registry/image:1"}, SizeBytes: 1}},
 			VolumesAttached: []corev1.AttachedVolume{{Name: "v"}},
-			NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: "v1.34.0"},
+			NodeInfo:        corev1.NodeSystemInfo{KubeletVersion: "v1.34.0", BootID: "b", MachineID: "m", OSImage: "o"},
 		},
 	}
 	out, err := cacheTransform(node)
@@ -33,9 +33,10 @@ func TestCacheTransformTrimsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.(*corev1.Node)
-	if len(got.ManagedFields) != 0 || len(got.Status.Images) != 0 || len(got.Status.VolumesAttached) != 0 {
-		t.Errorf("kept what no controller reads: managedFields %v, images %v, volumesAttached %v",
-			got.ManagedFields, got.Status.Images, got.Status.VolumesAttached)
+	if len(got.ManagedFields) != 0 || len(got.Status.Images) != 0 || len(got.Status.VolumesAttached) != 0 ||
+		got.Status.NodeInfo != (corev1.NodeSystemInfo{KubeletVersion: "v1.34.0"}) {
+		t.Errorf("kept what no controller reads: managedFields %v, images %v, volumesAttached %v, nodeInfo %+v",
+			got.ManagedFields, got.Status.Images, got.Status.VolumesAttached, got.Status.NodeInfo)
 	}
 	if got.Labels["a"] != "b" || got.Spec.ProviderID != "sim://x" || !got.Spec.Unschedulable ||
 		len(got.Status.Conditions) != 1 || len(got.Status.Addresses) != 1 || got.Status.NodeInfo.KubeletVersion != "v1.34.0" {

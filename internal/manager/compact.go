@@ -70,11 +70,7 @@ func compactNode(n *corev1.Node) {
 		a := &n.Status.Addresses[i]
 		a.Type = share(a.Type)
 	}
-	info := &n.Status.NodeInfo
-	for _, s := range []*string{&info.Architecture, &info.ContainerRuntimeVersion, &info.KernelVersion,
-		&info.KubeletVersion, &info.OperatingSystem, &info.OSImage} {
-		*s = share(*s)
-	}
+	n.Status.NodeInfo.KubeletVersion = share(n.Status.NodeInfo.KubeletVersion)
 }
 
 func compactMachine(m *v1alpha1.Machine) {
