@@ -114,18 +114,24 @@ func (h noting[T, O]) Generic(ctx context.Context, e event.TypedGenericEvent[O],
 }
 
 // noted notes each version under the keys it maps to, and wakes them.
+// Two versions may stand for two names (a Node's annotation naming
+// another Machine): each is noted.
 func (h noting[T, O]) noted(ctx context.Context, q queue, versions ...O) {
-	seen := map[reconcile.Request]bool{}
+	type noteKey struct {
+		req  reconcile.Request
+		name string
+	}
+	seen := map[noteKey]bool{}
 	for _, o := range versions {
 		name := h.name(o)
 		if name == "" {
 			continue
 		}
 		for _, req := range h.toKeys(ctx, o) {
-			if seen[req] {
+			if seen[noteKey{req, name}] {
 				continue
 			}
-			seen[req] = true
+			seen[noteKey{req, name}] = true
 			h.s.Note(req.NamespacedName, name)
 			q.Add(req)
 		}

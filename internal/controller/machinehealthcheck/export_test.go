@@ -5,7 +5,7 @@ import "k8s.io/apimachinery/pkg/types"
 // Every reconcile of the package's tests that judges only some Machines
 // judges them all too and compares (checkJudgements);
 // JudgementDifferences returns what differed.
-func init() { checkJudgements = true }
+func init() { checkJudgements.Store(true) }
 
 // JudgementDifferences returns the differences between a health check's
 // kept verdicts and a judgement of every Machine that the reconciles
@@ -25,6 +25,6 @@ func (r *Reconciler) NoteChanged(key types.NamespacedName, name string) { r.judg
 // WithoutJudgementCheck turns checkJudgements off until the returned
 // function turns it back on: a benchmark measures the reconcile alone.
 func WithoutJudgementCheck() func() {
-	checkJudgements = false
-	return func() { checkJudgements = true }
+	checkJudgements.Store(false)
+	return func() { checkJudgements.Store(true) }
 }

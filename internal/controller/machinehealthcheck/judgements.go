@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -105,7 +106,7 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 		}
 		j.set(name, t, j2.quiet(t), now)
 	}
-	if checkJudgements {
+	if checkJudgements.Load() {
 		j2.recheck(ctx, j)
 	}
 	return j, nil
@@ -254,7 +255,7 @@ func versionsOf(m *v1alpha1.Machine, node *corev1.Node) [2]string {
 // judge them all too and compare (recheck), recording a difference in
 // judgementDifferences: the package's tests set it, so every test of the
 // health check checks what it kept.
-var checkJudgements bool
+var checkJudgements atomic.Bool
 
 var (
 	judgementDifferencesMu sync.Mutex

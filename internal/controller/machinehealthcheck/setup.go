@@ -83,11 +83,15 @@ func (r *Reconciler) nodeToChecks(ctx context.Context, node *corev1.Node) []reco
 func nodeMachine(node *corev1.Node) string { return node.Annotations[v1alpha1.NodeMachineAnnotation] }
 
 // conditionsChanged passes Node events whose condition statuses changed
-// (and creations and deletions), not the heartbeats.
+// (and creations and deletions), not the heartbeats; and those whose
+// back-reference to a Machine changed: a condition that changed before
+// the Node named its Machine was noted for no Machine.
 func conditionsChanged() predicate.TypedPredicate[*corev1.Node] {
 	return predicate.TypedFuncs[*corev1.Node]{
 		UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Node]) bool {
-			return !reflect.DeepEqual(statuses(e.ObjectOld), statuses(e.ObjectNew))
+			o, n := e.ObjectOld, e.ObjectNew
+			return !reflect.DeepEqual(statuses(o), statuses(n)) || nodeMachine(o) != nodeMachine(n) ||
+				o.Annotations[v1alpha1.NodeClusterNamespaceAnnotation] != n.Annotations[v1alpha1.NodeClusterNamespaceAnnotation]
 		},
 	}
 }

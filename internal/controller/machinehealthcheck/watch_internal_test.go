@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/disruption"
@@ -160,5 +161,36 @@ func TestRecordedPassingIsMarkPassing(t *testing.T) {
 	}
 	if seen[true] < 100 || seen[false] < 100 {
 		t.Fatalf("draws unchanged/changed %d/%d: too few of one kind", seen[true], seen[false])
+	}
+}
+
+// TestNodeEventsThatWakeACheck: a Node's heartbeat does not wake a
+// check; a change of a condition's status does, and so does the Node
+// coming to name its Machine (a condition that changed before was noted
+// for no Machine).
+func TestNodeEventsThatWakeACheck(t *testing.T) {
+	p := conditionsChanged()
+	node := func(ready corev1.ConditionStatus, heartbeat int, machine string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready,
+				LastHeartbeatTime: metav1.NewTime(time.Unix(int64(heartbeat), 0))}}}}
+		if machine != "" {
+			n.Annotations[v1alpha1.NodeMachineAnnotation] = machine
+			n.Annotations[v1alpha1.NodeClusterNamespaceAnnotation] = "ns"
+		}
+		return n
+	}
+	for name, c := range map[string]struct {
+		old, new *corev1.Node
+		want     bool
+	}{
+		"a heartbeat":         {node("True", 1, "m"), node("True", 2, "m"), false},
+		"Ready turning False": {node("True", 1, "m"), node("False", 2, "m"), true},
+		"naming its Machine":  {node("False", 1, ""), node("False", 1, "m"), true},
+		"naming another":      {node("False", 1, "m"), node("False", 1, "m2"), true},
+	} {
+		if got := p.Update(event.TypedUpdateEvent[*corev1.Node]{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: passed %t, want %t", name, got, c.want)
+		}
 	}
 }
