@@ -73,11 +73,11 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 	if err := r.Client.List(ctx, checks, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	j2 := &judgment{r: r, mhc: mhc, grants: grants, now: now, selecting: machinefacts.NewHealthCheckSelectors(checks.Items)}
-	j2.own, j2.selects = machinefacts.HealthCheckSelector(mhc)
+	g := &judgment{r: r, mhc: mhc, grants: grants, now: now, selecting: machinefacts.NewHealthCheckSelectors(checks.Items)}
+	g.own, g.selects = machinefacts.HealthCheckSelector(mhc)
 	context := judgedContext(mhc, checks.Items)
 	if j == nil || j.context != context || now.Sub(j.fullAt) >= fullPassEvery || now.Before(j.fullAt) {
-		return j2.all(ctx, context)
+		return g.all(ctx, context)
 	}
 	redo := maps.Clone(names)
 	if redo == nil {
@@ -100,14 +100,14 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 			}
 			m = nil
 		}
-		t, err := j2.one(ctx, m)
+		t, err := g.one(ctx, m)
 		if err != nil {
 			return nil, err
 		}
-		j.set(name, t, j2.quiet(t), now)
+		j.set(name, t, g.quiet(t), now)
 	}
 	if checkJudgements.Load() {
-		j2.recheck(ctx, j)
+		g.recheck(ctx, j)
 	}
 	return j, nil
 }
