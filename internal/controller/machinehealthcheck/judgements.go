@@ -16,14 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
-
-// fullPassEvery is how often a health check judges every Machine it
-// selects: a Machine or Node event lost on the way (a failed cache read
-// in the event's mapping) delays a verdict by at most this.
-const fullPassEvery = 5 * time.Minute
 
 // judged is what a health check's reconciles found of the Machines it
 // selects, kept between them (Reconciler.judgements): a reconcile judges
@@ -64,7 +60,8 @@ func judgedContext(mhc *v1alpha1.MachineHealthCheck, checks []v1alpha1.MachineHe
 }
 
 // judge brings j (nil: none kept) up to date: every selected Machine
-// judged when j is nil, its context changed or fullPassEvery passed;
+// judged when j is nil, its context changed or a full pass is due
+// (changed.FullPassEvery: a lost event delays a verdict by at most that);
 // else only those named (changed since), the active ones, those granted
 // a remediation and those due. It returns what the reconcile keeps.
 func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, j *judged, names map[string]bool,
@@ -76,7 +73,7 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 	g := &judgment{r: r, mhc: mhc, grants: grants, now: now, selecting: machinefacts.NewHealthCheckSelectors(checks.Items)}
 	g.own, g.selects = machinefacts.HealthCheckSelector(mhc)
 	context := judgedContext(mhc, checks.Items)
-	if j == nil || j.context != context || now.Sub(j.fullAt) >= fullPassEvery || now.Before(j.fullAt) {
+	if j == nil || j.context != context || changed.FullPassDue(j.fullAt, now) {
 		return g.all(ctx, context)
 	}
 	redo := maps.Clone(names)
@@ -232,7 +229,7 @@ func (j *judged) acting() []*target {
 // soonest verdict that may change by time alone, or the next pass over
 // every Machine, whichever comes first.
 func (j *judged) recheckIn(now time.Time) time.Duration {
-	soonest := j.fullAt.Add(fullPassEvery)
+	soonest := j.fullAt.Add(changed.FullPassEvery)
 	for _, at := range j.due {
 		if at.Before(soonest) {
 			soonest = at

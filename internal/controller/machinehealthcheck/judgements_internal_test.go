@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 )
 
 // TestJudgedSums checks what a kept judgement sums as targets come,
@@ -38,8 +39,8 @@ func TestJudgedSums(t *testing.T) {
 	if j.expected != 3 || len(j.due) != 0 || len(j.active) != 1 {
 		t.Fatalf("expected %d, due %v, active %v; want 3 (a, c, d), none, c", j.expected, j.due, j.active)
 	}
-	if got := j.recheckIn(now.Add(time.Minute)); got != fullPassEvery-time.Minute {
-		t.Errorf("recheckIn %s, want the next full pass, %s", got, fullPassEvery-time.Minute)
+	if got := j.recheckIn(now.Add(time.Minute)); got != changed.FullPassEvery-time.Minute {
+		t.Errorf("recheckIn %s, want the next full pass, %s", got, changed.FullPassEvery-time.Minute)
 	}
 	if got := j.acting(); len(got) != 1 || got[0].machine.Name != "c" {
 		t.Errorf("acting %v, want c", got)

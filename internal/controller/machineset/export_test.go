@@ -1,5 +1,11 @@
 package machineset
 
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
 // Every reconcile of the package's tests recounts its set's ledger and
 // compares (checkLedger); LedgerDifferences returns what differed.
 func init() { checkLedger = true }
@@ -12,4 +18,20 @@ func LedgerDifferences() []string {
 	out := ledgerDifferences
 	ledgerDifferences = nil
 	return out
+}
+
+// AgeLedger dates the set key's kept ledger back by d, as if it had been
+// made from every Machine d earlier; false when no ledger is kept (a
+// reconcile holds it, or none ran).
+func AgeLedger(r *Reconciler, key types.NamespacedName, d time.Duration) bool {
+	l, names := r.ledgers.Take(key)
+	if l == nil {
+		return false
+	}
+	l.fullAt = l.fullAt.Add(-d)
+	r.ledgers.Keep(key, l)
+	for n := range names {
+		r.ledgers.Note(key, n)
+	}
+	return true
 }

@@ -30,9 +30,13 @@ import (
 // ready time and moving-out list: its context. A set whose context
 // changed (a new template, each step of an in-place update) lists and
 // classifies its Machines again, once; a change of spec.replicas does
-// not.
+// not. So does a set whose ledger was made changed.FullPassEvery ago:
+// an event lost on the way (an orphan's, when the read of the sets it
+// may join failed) is made good within that.
 type ledger struct {
 	context string
+	// fullAt is when the ledger was made from every Machine of the set.
+	fullAt time.Time
 	// minReady is the set's spec.minReadySeconds; template, its labels
 	// and movingOut (names) the rest of the context.
 	minReady       time.Duration

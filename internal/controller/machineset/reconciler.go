@@ -79,7 +79,7 @@ type Reconciler struct {
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res reconcile.Result, err error) {
 	ms := &v1alpha1.MachineSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -113,13 +113,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	defer s.restore()
+	defer func() {
+		if err == nil { // back for the next full pass at the latest (collect)
+			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: changed.FullPassIn(s.ledger.fullAt, s.now)})
+		}
+	}()
 	if err := r.collectInPlace(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
 	s.template = templateHash(ms)
 	s.proven = proven(s)
 
-	var res reconcile.Result
 	var scaleErr error // returned after the status says what failed
 	if r.expectations.satisfied(s.key, s.owned) {
 		res, scaleErr = r.scale(ctx, s)
@@ -218,8 +222,10 @@ type scope struct {
 // collect brings the set's ledger up to date: with the Machines whose
 // events arrived since its last reconcile, read from the cache, or, the
 // first time and when the Machines' context changed (ledgerContext), by
-// listing the set's Machines and the orphans it may adopt. Either way it adopts orphans that match its
-// selector and releases owned Machines that no longer match.
+// listing the set's Machines and the orphans it may adopt; and so every
+// changed.FullPassEvery, which the reconcile's result comes back for
+// (Reconcile). Either way it adopts orphans that match its selector and
+// releases owned Machines that no longer match.
 //
 // The ledger holds the cache's own objects, not copies: a reconcile
 // mostly only reads them, and deep-copying every Machine on every
@@ -232,7 +238,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	l, events := r.ledgers.Take(key)
 	context := ledgerContext(s.ms, s.selector)
 	var err error
-	if l == nil || l.context != context {
+	if l == nil || l.context != context || changed.FullPassDue(l.fullAt, s.now) {
 		l, err = r.collectAll(ctx, s, context)
 	} else {
 		for _, name := range slices.Sorted(maps.Keys(events)) {
@@ -262,6 +268,7 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 // it may adopt, as the cache shows them.
 func (r *Reconciler) collectAll(ctx context.Context, s *scope, context string) (*ledger, error) {
 	l := newLedger(s.ms, context)
+	l.fullAt = s.now
 	for _, uid := range []types.UID{s.ms.UID, ""} { // its own, then the orphans
 		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, s.ms.Namespace, uid)
 		if err != nil {
