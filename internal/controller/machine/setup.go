@@ -23,10 +23,6 @@ import (
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
 
-// MachineClassIndex is the field index on Machines in the control cache
-// by class name; ownerindex.ProviderIDIndex is the other.
-const MachineClassIndex = "spec.class.name"
-
 // SetupWithManager registers the controller: Machines and MachineClasses
 // from the manager's (control) cluster, Nodes from target, which may be the
 // manager itself.
@@ -40,12 +36,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	}); err != nil {
 		return err
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, MachineClassIndex, func(o client.Object) []string {
-		if c := o.(*v1alpha1.Machine).Spec.Class; c != nil {
-			return []string{c.Name}
-		}
-		return nil
-	}); err != nil {
+	if err := ownerindex.RegisterClass(ctx, mgr, &v1alpha1.Machine{}); err != nil {
 		return err
 	}
 	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, ownerindex.ProviderIDIndex, IndexNodeProviderID); err != nil {
@@ -107,7 +98,7 @@ func (r *Reconciler) deploymentToMachines(ctx context.Context, o client.Object) 
 
 func (r *Reconciler) classToMachines(ctx context.Context, o client.Object) []reconcile.Request {
 	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingFields{MachineClassIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, machines, client.InNamespace(o.GetNamespace()), client.MatchingFields{ownerindex.ClassIndex: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(machines.Items))

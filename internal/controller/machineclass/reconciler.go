@@ -149,15 +149,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // class's namespace that reference it.
 func (r *Reconciler) users(ctx context.Context, class *v1alpha1.MachineClass) (users, error) {
 	ns := class.Namespace
-	machines, err := ownerindex.Indexed[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ns, classIndex, class.Name)
+	machines, err := ownerindex.Indexed[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ns, ownerindex.ClassIndex, class.Name)
 	if err != nil {
 		return users{}, err
 	}
-	sets, err := ownerindex.Indexed[*v1alpha1.MachineSet](ctx, r.Views, r.Client, &v1alpha1.MachineSetList{}, ns, classIndex, class.Name)
+	sets, err := ownerindex.Indexed[*v1alpha1.MachineSet](ctx, r.Views, r.Client, &v1alpha1.MachineSetList{}, ns, ownerindex.ClassIndex, class.Name)
 	if err != nil {
 		return users{}, err
 	}
-	deployments, err := ownerindex.Indexed[*v1alpha1.MachineDeployment](ctx, r.Views, r.Client, &v1alpha1.MachineDeploymentList{}, ns, classIndex, class.Name)
+	deployments, err := ownerindex.Indexed[*v1alpha1.MachineDeployment](ctx, r.Views, r.Client, &v1alpha1.MachineDeploymentList{}, ns, ownerindex.ClassIndex, class.Name)
 	if err != nil {
 		return users{}, err
 	}
@@ -176,7 +176,7 @@ func (r *Reconciler) usedLive(ctx context.Context, class *v1alpha1.MachineClass)
 		}
 		used := false
 		_ = meta.EachListItem(l, func(o runtime.Object) error {
-			if c := classOf(o.(client.Object)); c != nil && c.Name == class.Name {
+			if c := ownerindex.ClassOf(o.(client.Object)); c != nil && c.Name == class.Name {
 				used = true
 			}
 			return nil

@@ -16,25 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 )
-
-// classIndex indexes Machines by spec.class.name, and MachineSets and
-// MachineDeployments by spec.template.spec.class.name, under one name: the
-// class each uses.
-const classIndex = "machineclass.class-used"
 
 // SetupWithManager registers the controller and its indexes.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
-	idx := mgr.GetFieldIndexer()
-	for _, obj := range []client.Object{&v1alpha1.Machine{}, &v1alpha1.MachineSet{}, &v1alpha1.MachineDeployment{}} {
-		if err := idx.IndexField(ctx, obj, classIndex, func(o client.Object) []string {
-			if c := classOf(o); c != nil {
-				return []string{c.Name}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
+	if err := ownerindex.RegisterClass(ctx, mgr, &v1alpha1.Machine{}, &v1alpha1.MachineSet{}, &v1alpha1.MachineDeployment{}); err != nil {
+		return err
 	}
 	// Only a user coming or going changes a class's count: status writes
 	// of its Machines (most of their updates) do not wake the controller.
@@ -97,7 +85,7 @@ type classEnqueuer struct{ c client.Reader }
 // the users that come and go meanwhile merging into one reconcile (the
 // workqueue keeps one waiting entry per class).
 func (e classEnqueuer) add(ctx context.Context, q queue, o client.Object) {
-	ref := classOf(o)
+	ref := ownerindex.ClassOf(o)
 	if ref == nil {
 		return
 	}
@@ -110,17 +98,4 @@ func (e classEnqueuer) add(ctx context.Context, q queue, o client.Object) {
 		return
 	}
 	q.Add(req)
-}
-
-// classOf is the class a Machine, MachineSet or MachineDeployment uses.
-func classOf(o client.Object) *v1alpha1.MachineClassReference {
-	switch o := o.(type) {
-	case *v1alpha1.Machine:
-		return o.Spec.Class
-	case *v1alpha1.MachineSet:
-		return o.Spec.Template.Spec.Class
-	case *v1alpha1.MachineDeployment:
-		return o.Spec.Template.Spec.Class
-	}
-	return nil
 }

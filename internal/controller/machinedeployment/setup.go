@@ -22,14 +22,6 @@ import (
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
-// Field indexes this controller adds to the manager's cache.
-const (
-	// deploymentClassIndex indexes MachineDeployments by their template's MachineClass.
-	deploymentClassIndex = "machinedeployment.spec.template.spec.class.name"
-	// setClassIndex indexes MachineSets by their template's MachineClass.
-	setClassIndex = "machinedeployment.machineset.spec.template.spec.class.name"
-)
-
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, concurrency int) error {
 	// Machines by controller to count a set's Machines; MachineSets by
@@ -39,15 +31,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		return err
 	}
 	r.tallies = newTallies()
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.MachineDeployment{}, deploymentClassIndex, func(o client.Object) []string {
-		return className(&o.(*v1alpha1.MachineDeployment).Spec.Template)
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &v1alpha1.MachineSet{}, setClassIndex, func(o client.Object) []string {
-		return className(&o.(*v1alpha1.MachineSet).Spec.Template)
-	}); err != nil {
+	if err := ownerindex.RegisterClass(ctx, mgr, &v1alpha1.MachineDeployment{}, &v1alpha1.MachineSet{}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -67,13 +51,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
-}
-
-func className(t *v1alpha1.MachineTemplateSpec) []string {
-	if t.Spec.Class != nil {
-		return []string{t.Spec.Class.Name}
-	}
-	return nil
 }
 
 // setToDeployments maps a MachineSet to its controller deployment, or, for
@@ -190,14 +167,14 @@ func (r *Reconciler) classToDeployments(ctx context.Context, o client.Object) []
 	}
 	// Read only: the cache's objects, not copies.
 	mds := &v1alpha1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace()), client.MatchingFields{deploymentClassIndex: o.GetName()},
+	if err := r.Client.List(ctx, mds, client.InNamespace(o.GetNamespace()), client.MatchingFields{ownerindex.ClassIndex: o.GetName()},
 		client.UnsafeDisableDeepCopy); err == nil {
 		for _, md := range mds.Items {
 			add(client.ObjectKeyFromObject(&md))
 		}
 	}
 	sets := &v1alpha1.MachineSetList{}
-	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.MatchingFields{setClassIndex: o.GetName()},
+	if err := r.Client.List(ctx, sets, client.InNamespace(o.GetNamespace()), client.MatchingFields{ownerindex.ClassIndex: o.GetName()},
 		client.UnsafeDisableDeepCopy); err == nil {
 		for _, ms := range sets.Items {
 			for _, req := range r.setToDeployments(ctx, &ms) {

@@ -1,7 +1,10 @@
-// Package ownerindex is the one cache index of objects by their
-// controller (the owner reference with controller=true): a MachineSet
-// lists its own Machines and the orphans it may adopt, a MachineDeployment
-// its MachineSets, without reading every object of the namespace.
+// Package ownerindex holds the cache indexes several controllers share.
+// The first is the one index of objects by their controller (the owner
+// reference with controller=true): a MachineSet lists its own Machines
+// and the orphans it may adopt, a MachineDeployment its MachineSets,
+// without reading every object of the namespace. The others are by the
+// MachineClass an object uses (ClassIndex) and by providerID
+// (ProviderIDIndex).
 //
 // The index is by the controller's UID, not its name: an object belongs to
 // the owner whose UID its reference holds, so the objects of a namesake
@@ -27,32 +30,43 @@ const Name = "millwright.controller.uid"
 // looks like it; callers check the owner of what they get anyway.
 const orphanKey = "<no-controller>"
 
-// registered remembers, per cache and kind, that the index is there:
-// several controllers of one manager need it, and a cache refuses a second
-// index of the same name on a kind.
+// registered remembers, per cache, kind and index name, that an index is
+// there: several controllers of one manager need the same index, and a
+// cache refuses a second index of the same name on a kind.
 var (
 	mu         sync.Mutex
-	registered = map[client.FieldIndexer]map[reflect.Type]bool{}
+	registered = map[client.FieldIndexer]map[indexOf]bool{}
 )
+
+type indexOf struct {
+	kind reflect.Type
+	name string
+}
 
 // Register adds the index on each kind of objs to mgr's cache, unless an
 // earlier Register already did.
 func Register(ctx context.Context, mgr ctrl.Manager, objs ...client.Object) error {
+	return register(ctx, mgr, Name, "controller", key, objs)
+}
+
+// register adds the index name (of what, for errors), whose values fn
+// gives, on each kind of objs to mgr's cache, unless it is there.
+func register(ctx context.Context, mgr ctrl.Manager, name, what string, fn client.IndexerFunc, objs []client.Object) error {
 	idx := mgr.GetFieldIndexer()
 	mu.Lock()
 	defer mu.Unlock()
 	if registered[idx] == nil {
-		registered[idx] = map[reflect.Type]bool{}
+		registered[idx] = map[indexOf]bool{}
 	}
 	for _, obj := range objs {
-		t := reflect.TypeOf(obj)
-		if registered[idx][t] {
+		k := indexOf{reflect.TypeOf(obj), name}
+		if registered[idx][k] {
 			continue
 		}
-		if err := idx.IndexField(ctx, obj, Name, key); err != nil {
-			return fmt.Errorf("indexing %T by controller: %w", obj, err)
+		if err := idx.IndexField(ctx, obj, name, fn); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", obj, what, err)
 		}
-		registered[idx][t] = true
+		registered[idx][k] = true
 	}
 	return nil
 }
