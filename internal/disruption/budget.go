@@ -36,6 +36,47 @@ func Selects(b *v1alpha1.MachineDisruptionBudget, m *v1alpha1.Machine) (bool, er
 	return sel.Matches(labels.Set(m.Labels)), nil
 }
 
+// Overlapping names, sorted, the budgets of others (b itself among them
+// or not) that select a Machine b selects: each must allow that Machine's
+// disruption too. Each selector is parsed once; a budget whose selector
+// does not parse selects nothing here (Evaluate says why).
+func Overlapping(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine) []string {
+	own, err := selector(b)
+	if err != nil {
+		return nil
+	}
+	type other struct {
+		name string
+		sel  labels.Selector
+	}
+	var candidates []other
+	for i := range others {
+		o := &others[i]
+		if o.Name == b.Name || o.Namespace != b.Namespace {
+			continue
+		}
+		if sel, err := selector(o); err == nil {
+			candidates = append(candidates, other{o.Name, sel})
+		}
+	}
+	found := map[string]bool{}
+	for _, m := range machines {
+		if len(found) == len(candidates) {
+			break // every other budget found: no Machine can add one
+		}
+		set := labels.Set(m.Labels)
+		if m.Namespace != b.Namespace || !own.Matches(set) {
+			continue
+		}
+		for _, c := range candidates {
+			if !found[c.name] && c.sel.Matches(set) {
+				found[c.name] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(found))
+}
+
 func selector(b *v1alpha1.MachineDisruptionBudget) (labels.Selector, error) {
 	sel, err := b.Spec.Selector.AsSelector()
 	if err != nil {
@@ -87,15 +128,14 @@ type Owners func(m *v1alpha1.Machine) (key string, replicas int32, ok bool)
 // scale (see ownerGroup.unavailable): a Machine that failed to be created
 // counts as unavailable, and a Machine being replaced and its replacement
 // not yet Ready count once. The other selected Machines count alone.
-func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []v1alpha1.Machine, owners Owners, now time.Time) (Evaluation, error) {
+func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine, owners Owners, now time.Time) (Evaluation, error) {
 	sel, err := selector(b)
 	if err != nil {
 		return Evaluation{}, err
 	}
 	ev := Evaluation{Why: map[string]string{}}
 	selected := map[string]*v1alpha1.Machine{}
-	for i := range machines {
-		m := &machines[i]
+	for _, m := range machines {
 		if m.Namespace != b.Namespace || !sel.Matches(labels.Set(m.Labels)) || !counted(m) {
 			continue
 		}

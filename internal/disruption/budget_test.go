@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func TestEvaluate(t *testing.T) {
 		{"a grant of a Machine no longer selected ends", budget(intstr.FromInt32(3), grant("other", now)), 6, 3, 2, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := disruption.Evaluate(tc.b, machines, nil, now)
+			ev, err := disruption.Evaluate(tc.b, pointers(machines), nil, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +101,7 @@ func TestEvaluate(t *testing.T) {
 func TestEvaluateNothingSelected(t *testing.T) {
 	b := budget(intstr.FromString("50%"))
 	b.Spec.Selector.MatchLabels = map[string]string{"pool": "typo"}
-	ev, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, nil, time.Now())
+	ev, err := disruption.Evaluate(b, pointers([]v1alpha1.Machine{ready("a1")}), nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestEvaluateRefusesWhatAdmissionRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			b := budget(intstr.FromInt32(1))
 			edit(b)
-			if _, err := disruption.Evaluate(b, []v1alpha1.Machine{ready("a1")}, nil, time.Now()); err == nil {
+			if _, err := disruption.Evaluate(b, pointers([]v1alpha1.Machine{ready("a1")}), nil, time.Now()); err == nil {
 				t.Fatal("no error")
 			}
 		})
@@ -155,7 +156,7 @@ func TestGrantEndsWithTheEffectOfItsKind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := grant("m", now.Add(-time.Second))
 			g.Kind = tc.kind
-			ev, err := disruption.Evaluate(budget(intstr.FromInt32(1), g), []v1alpha1.Machine{tc.m}, nil, now)
+			ev, err := disruption.Evaluate(budget(intstr.FromInt32(1), g), pointers([]v1alpha1.Machine{tc.m}), nil, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,5 +167,41 @@ func TestGrantEndsWithTheEffectOfItsKind(t *testing.T) {
 				t.Errorf("unavailable %d, want 1 (counted once)", ev.Unavailable)
 			}
 		})
+	}
+}
+
+// TestOverlapping: the other budgets selecting a Machine the budget
+// selects, each named once, sorted; not itself, not one of another
+// namespace, not one whose selector does not parse, not one whose
+// Machines the budget does not select.
+func TestOverlapping(t *testing.T) {
+	b := budget(intstr.FromInt32(1)) // "b" over pool=a in ns
+	other := func(name, ns string, labels map[string]string) v1alpha1.MachineDisruptionBudget {
+		o := budget(intstr.FromInt32(1))
+		o.Name, o.Namespace, o.Spec.Selector.MatchLabels = name, ns, labels
+		return *o
+	}
+	broken := other("broken", "ns", map[string]string{"pool": "a"})
+	broken.Spec.Selector.MatchExpressions = []v1alpha1.LabelSelectorRequirement{{Key: "pool", Operator: "Sideways"}}
+	others := []v1alpha1.MachineDisruptionBudget{
+		*b,
+		other("zone-x", "ns", map[string]string{"zone": "x"}),
+		other("pool-b", "ns", map[string]string{"pool": "b"}),
+		other("elsewhere", "other", map[string]string{"pool": "a"}),
+		other("all-a", "ns", map[string]string{"pool": "a"}),
+		broken,
+	}
+	a1, a2, b1 := ready("a1"), ready("a2"), ready("b1")
+	a1.Labels = map[string]string{"pool": "a", "zone": "x"}
+	b1.Labels = map[string]string{"pool": "b", "zone": "x"}
+	got := disruption.Overlapping(b, others, pointers([]v1alpha1.Machine{a1, a2, b1}))
+	if want := []string{"all-a", "zone-x"}; !slices.Equal(got, want) {
+		t.Errorf("overlapping %v, want %v", got, want)
+	}
+	if got := disruption.Overlapping(b, others, pointers([]v1alpha1.Machine{a2, b1})); !slices.Equal(got, []string{"all-a"}) {
+		t.Errorf("without a1: overlapping %v, want [all-a]", got)
+	}
+	if got := disruption.Overlapping(b, []v1alpha1.MachineDisruptionBudget{*b}, pointers([]v1alpha1.Machine{a1})); len(got) != 0 {
+		t.Errorf("alone: overlapping %v, want none", got)
 	}
 }

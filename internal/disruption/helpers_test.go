@@ -55,3 +55,12 @@ func TestWaitingReadsTheKindBack(t *testing.T) {
 		t.Fatalf("Waiting = %q, %v; want ScaleDown, true", kind, ok)
 	}
 }
+
+// pointers is what Evaluate takes of ms: a pointer to each.
+func pointers(ms []v1alpha1.Machine) []*v1alpha1.Machine {
+	out := make([]*v1alpha1.Machine, len(ms))
+	for i := range ms {
+		out[i] = &ms[i]
+	}
+	return out
+}

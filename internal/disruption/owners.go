@@ -83,14 +83,13 @@ func (g *ownerGroup) why() string {
 // namespace the budget all selects. An owner only some of whose Machines
 // are selected gets none: its size says nothing of the selected part, so
 // those Machines count alone.
-func groupByOwner(namespace string, machines []v1alpha1.Machine, selected map[string]*v1alpha1.Machine, owners Owners) map[string]*ownerGroup {
+func groupByOwner(namespace string, machines []*v1alpha1.Machine, selected map[string]*v1alpha1.Machine, owners Owners) map[string]*ownerGroup {
 	if owners == nil {
 		return nil
 	}
 	groups := map[string]*ownerGroup{}
 	partial := map[string]bool{}
-	for i := range machines {
-		m := &machines[i]
+	for _, m := range machines {
 		if m.Namespace != namespace || !counted(m) {
 			continue
 		}

@@ -72,7 +72,7 @@ func TestEvaluateCountsAgainstOwnersReplicas(t *testing.T) {
 			[]v1alpha1.Machine{ownedBy(ready("a"), "md"), ownedBy(ready("b"), "md"), ownedBy(ready("c"), "md"), notSelected(ownedBy(ready("d"), "md"))}, nil, 3, 0, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := disruption.Evaluate(budget(intstr.FromInt32(2), tc.grants...), tc.machines, owners, now)
+			ev, err := disruption.Evaluate(budget(intstr.FromInt32(2), tc.grants...), pointers(tc.machines), owners, now)
 			if err != nil {
 				t.Fatal(err)
 			}

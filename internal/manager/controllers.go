@@ -86,7 +86,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 	if err := mhc.SetupWithManager(mgr, target, machineHealthCheckWorkers); err != nil {
 		return fmt.Errorf("machinehealthcheck controller: %w", err)
 	}
-	mdb := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	mdb := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Views: views}
 	if err := mdb.SetupWithManager(mgr, machineDisruptionBudgetWorkers); err != nil {
 		return fmt.Errorf("machinedisruptionbudget controller: %w", err)
 	}

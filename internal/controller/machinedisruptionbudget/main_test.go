@@ -13,10 +13,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
@@ -39,8 +43,13 @@ func start(t *testing.T) string {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	env.StartManager(t, env.Scheme, func(mgr ctrl.Manager) error {
-		r := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	// The Machines read as the manager reads them: the cache's own
+	// objects (ownerindex.Views).
+	views := &ownerindex.Views{}
+	opts := ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Controller: ctrlconfig.ForTests(),
+		Cache: cache.Options{NewInformer: views.NewInformer}}
+	env.StartManagerWith(t, opts, func(mgr ctrl.Manager) error {
+		r := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Views: views}
 		return r.SetupWithManager(mgr, 2)
 	})
 	return ns

@@ -44,7 +44,7 @@ func (r *Reconciler) owners(ctx context.Context, namespace string) (disruption.O
 		bySet[ms.Name] = owner{"MachineSet/" + ms.Name, size(ms.Spec.Replicas, ms.DeletionTimestamp)}
 	}
 	return func(m *v1alpha1.Machine) (string, int32, bool) {
-		ref := metav1.GetControllerOf(m)
+		ref := metav1.GetControllerOfNoCopy(m)
 		if ref == nil || ref.Kind != "MachineSet" {
 			return "", 0, false
 		}

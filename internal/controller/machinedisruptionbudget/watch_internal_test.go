@@ -133,8 +133,8 @@ func TestCountedSameIsWhatABudgetCounts(t *testing.T) {
 			continue
 		}
 		dropped++
-		want, err1 := disruption.Evaluate(b, machines, owners, testNow)
-		got, err2 := disruption.Evaluate(b, after, owners, testNow)
+		want, err1 := disruption.Evaluate(b, pointers(machines), owners, testNow)
+		got, err2 := disruption.Evaluate(b, pointers(after), owners, testNow)
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}
@@ -145,4 +145,13 @@ func TestCountedSameIsWhatABudgetCounts(t *testing.T) {
 	if dropped < 1000 {
 		t.Fatalf("only %d updates dropped: the draws do not test the predicate", dropped)
 	}
+}
+
+// pointers is what Evaluate takes of ms: a pointer to each.
+func pointers(ms []v1alpha1.Machine) []*v1alpha1.Machine {
+	out := make([]*v1alpha1.Machine, len(ms))
+	for i := range ms {
+		out[i] = &ms[i]
+	}
+	return out
 }
