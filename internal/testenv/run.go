@@ -43,11 +43,18 @@ func Run(m *testing.M, ready func(*Env) error) int {
 // and controller names may repeat, since every test makes its own.
 func (e *Env) StartManager(t testing.TB, scheme *runtime.Scheme, setup func(ctrl.Manager) error) {
 	t.Helper()
-	e.StartManagerWith(t, ctrl.Options{
+	e.StartManagerWith(t, ManagerOptions(scheme), setup)
+}
+
+// ManagerOptions are StartManager's options: scheme, no metrics server,
+// controller names that may repeat. A test edits them for
+// StartManagerWith.
+func ManagerOptions(scheme *runtime.Scheme) ctrl.Options {
+	return ctrl.Options{
 		Scheme:     scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.ForTests(),
-	}, setup)
+	}
 }
 
 // StartManagerWith is StartManager with the manager's options given.

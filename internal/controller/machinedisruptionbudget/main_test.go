@@ -13,14 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/machinedisruptionbudget"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
-	"github.com/millwright-dev/millwright/internal/ctrlconfig"
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
@@ -46,8 +43,8 @@ func start(t *testing.T) string {
 	// The Machines read as the manager reads them: the cache's own
 	// objects (ownerindex.Views).
 	views := &ownerindex.Views{}
-	opts := ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Controller: ctrlconfig.ForTests(),
-		Cache: cache.Options{NewInformer: views.NewInformer}}
+	opts := testenv.ManagerOptions(env.Scheme)
+	opts.Cache.NewInformer = views.NewInformer
 	env.StartManagerWith(t, opts, func(mgr ctrl.Manager) error {
 		r := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Views: views}
 		return r.SetupWithManager(mgr, 2)

@@ -229,13 +229,11 @@ func (j *judged) acting() []*target {
 // soonest verdict that may change by time alone, or the next pass over
 // every Machine, whichever comes first.
 func (j *judged) recheckIn(now time.Time) time.Duration {
-	soonest := j.fullAt.Add(changed.FullPassEvery)
+	in := changed.FullPassIn(j.fullAt, now)
 	for _, at := range j.due {
-		if at.Before(soonest) {
-			soonest = at
-		}
+		in = min(in, max(at.Sub(now), time.Millisecond))
 	}
-	return max(soonest.Sub(now), time.Millisecond)
+	return in
 }
 
 // versionsOf identifies what a verdict was made of: the Machine's and
