@@ -10,7 +10,9 @@
 //   - Unavailable is the one definition of an unavailable Machine
 //     (machinefacts.Unavailable, which the planners share).
 //   - Evaluate computes a budget's status from its Machines (the budget
-//     controller's work, internal/controller/machinedisruptionbudget).
+//     controller's work, internal/controller/machinedisruptionbudget),
+//     through a Tally: the controller keeps one per budget and puts
+//     only the Machines whose events arrived.
 //   - Gate is what a controller calls before a voluntary disruption: it
 //     grants (recording the grant on every matching budget under its
 //     resourceVersion) or says which budget holds the Machine back, on the

@@ -1,11 +1,6 @@
 package disruption
 
-import (
-	"fmt"
-
-	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/machinefacts"
-)
+import "fmt"
 
 // ownerGroup is the selected Machines of one owner that a budget selects
 // wholly, counted against the owner's spec.replicas.
@@ -19,24 +14,6 @@ type ownerGroup struct {
 	deleting, cordoned, granted int32
 	// live: not being deleted, available or not.
 	live int32
-}
-
-func (g *ownerGroup) add(m *v1alpha1.Machine, granted bool) {
-	if !m.DeletionTimestamp.IsZero() {
-		g.deleting++
-		return
-	}
-	g.live++
-	down, _ := machinefacts.Unavailable(m)
-	switch {
-	case down && machinefacts.CordonedInPlace(m):
-		g.cordoned++
-	case down:
-	case granted:
-		g.granted++
-	default:
-		g.healthy++
-	}
 }
 
 // unavailable is the larger of how far the owner is below its size
@@ -77,48 +54,4 @@ func (g *ownerGroup) why() string {
 		s += fmt.Sprintf(", %d granted a disruption", g.granted)
 	}
 	return s
-}
-
-// groupByOwner makes a group for every owner whose counted Machines in the
-// namespace the budget all selects. An owner only some of whose Machines
-// are selected gets none: its size says nothing of the selected part, so
-// those Machines count alone.
-func groupByOwner(namespace string, machines []*v1alpha1.Machine, selected map[string]*v1alpha1.Machine, owners Owners) map[string]*ownerGroup {
-	if owners == nil {
-		return nil
-	}
-	groups := map[string]*ownerGroup{}
-	partial := map[string]bool{}
-	for _, m := range machines {
-		if m.Namespace != namespace || !counted(m) {
-			continue
-		}
-		key, replicas, ok := owners(m)
-		if !ok {
-			continue
-		}
-		if selected[m.Name] == nil {
-			partial[key] = true
-			continue
-		}
-		if groups[key] == nil {
-			groups[key] = &ownerGroup{replicas: replicas}
-		}
-	}
-	for key := range partial {
-		delete(groups, key)
-	}
-	return groups
-}
-
-// ownerKey is the Machine's owner key, "" for none.
-func ownerKey(m *v1alpha1.Machine, owners Owners) string {
-	if owners == nil {
-		return ""
-	}
-	key, _, ok := owners(m)
-	if !ok {
-		return ""
-	}
-	return key
 }

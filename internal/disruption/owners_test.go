@@ -5,15 +5,18 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/disruption"
 )
 
-// ownedBy gives the Machine an owner in the test's Owners (its "set" label).
+// ownedBy makes the MachineSet owner the Machine's controller.
 func ownedBy(m v1alpha1.Machine, owner string) v1alpha1.Machine {
-	m.Labels["owner"] = owner
+	yes := true
+	m.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "MachineSet", Name: owner,
+		UID: types.UID("uid-" + owner), Controller: &yes}}
 	return m
 }
 
@@ -22,12 +25,9 @@ func ownedBy(m v1alpha1.Machine, owner string) v1alpha1.Machine {
 func TestEvaluateCountsAgainstOwnersReplicas(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	replicas := map[string]int32{"md": 4, "zero": 0}
-	owners := func(m *v1alpha1.Machine) (string, int32, bool) {
-		o, ok := m.Labels["owner"]
-		if !ok {
-			return "", 0, false
-		}
-		return "MachineDeployment/" + o, replicas[o], true
+	owners := func(set string) (string, int32, bool) {
+		n, ok := replicas[set]
+		return "MachineDeployment/" + set, n, ok
 	}
 	deletingOf := func(name, owner string) v1alpha1.Machine {
 		m := ownedBy(ready(name), owner)

@@ -70,6 +70,18 @@ func (s *Store[T]) Keep(key types.NamespacedName, v T) {
 	s.kept[key] = v
 }
 
+// Edit calls f with key's kept T, and reports whether one is kept (a
+// reconcile holding it has taken it): tests date a kept T back with it.
+func (s *Store[T]) Edit(key types.NamespacedName, f func(T)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.kept[key]
+	if ok {
+		f(v)
+	}
+	return ok
+}
+
 // Forget drops a reconciled object that is gone.
 func (s *Store[T]) Forget(key types.NamespacedName) {
 	s.mu.Lock()

@@ -23,8 +23,16 @@ import (
 
 var env *testenv.Env
 
+// TestMain runs the tests, then fails when a reconcile found a budget's
+// kept tally different from one made again from its Machines
+// (export_test.go).
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, func(e *testenv.Env) error { env = e; return nil }))
+	code := testenv.Run(m, func(e *testenv.Env) error { env = e; return nil })
+	if d := machinedisruptionbudget.TallyDifferences(); len(d) > 0 {
+		fmt.Fprintf(os.Stderr, "%d reconciles found a budget's tally different from its recount; the first: %s\n", len(d), d[0])
+		code = 1
+	}
+	os.Exit(code)
 }
 
 var ctx = context.Background()
@@ -36,6 +44,14 @@ var nsSeq atomic.Int64
 // status themselves.
 func start(t *testing.T) string {
 	t.Helper()
+	ns, _ := startWith(t, nil)
+	return ns
+}
+
+// startWith is start with the controller's client wrapped by wrap (nil:
+// the manager's), and returns the controller.
+func startWith(t *testing.T, wrap func(client.Client) client.Client) (string, *machinedisruptionbudget.Reconciler) {
+	t.Helper()
 	ns := fmt.Sprintf("mdb-%d", nsSeq.Add(1))
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
@@ -45,11 +61,16 @@ func start(t *testing.T) string {
 	views := &ownerindex.Views{}
 	opts := testenv.ManagerOptions(env.Scheme)
 	opts.Cache.NewInformer = views.NewInformer
+	var r *machinedisruptionbudget.Reconciler
 	env.StartManagerWith(t, opts, func(mgr ctrl.Manager) error {
-		r := &machinedisruptionbudget.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Views: views}
+		c := mgr.GetClient()
+		if wrap != nil {
+			c = wrap(c)
+		}
+		r = &machinedisruptionbudget.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Views: views}
 		return r.SetupWithManager(mgr, 2)
 	})
-	return ns
+	return ns, r
 }
 
 // machine creates a Machine with labels, Ready or not.

@@ -11,7 +11,7 @@ import (
 )
 
 // owners reads, from the cache, the MachineSets and MachineDeployments of
-// the namespace, and tells Evaluate each Machine's top owner and its size:
+// the namespace, and tells Evaluate each set's top owner and its size:
 // the deployment of the Machine's MachineSet, or the set itself when no
 // deployment controls it (docs/disruption-budgets.md).
 func (r *Reconciler) owners(ctx context.Context, namespace string) (disruption.Owners, error) {
@@ -43,12 +43,8 @@ func (r *Reconciler) owners(ctx context.Context, namespace string) (disruption.O
 		}
 		bySet[ms.Name] = owner{"MachineSet/" + ms.Name, size(ms.Spec.Replicas, ms.DeletionTimestamp)}
 	}
-	return func(m *v1alpha1.Machine) (string, int32, bool) {
-		ref := metav1.GetControllerOfNoCopy(m)
-		if ref == nil || ref.Kind != "MachineSet" {
-			return "", 0, false
-		}
-		o, ok := bySet[ref.Name]
+	return func(set string) (string, int32, bool) {
+		o, ok := bySet[set]
 		return o.key, o.replicas, ok
 	}, nil
 }

@@ -62,6 +62,28 @@ func TestExpectedIsTheDeploymentsSize(t *testing.T) {
 	}
 	want = "expected 2 max 1 unavailable 0 allowed 1"
 	waitStatus(t, ns, "web", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return counts(b) == want })
+	if err := env.Client.Patch(ctx, md, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":5}}`))); err != nil {
+		t.Fatal(err)
+	}
+	want = "expected 5 max 1 unavailable 3 allowed 0"
+	waitStatus(t, ns, "web", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return counts(b) == want })
+
+	// A Machine of the set that the budget does not select: the
+	// deployment is selected in part, so its selected Machines count
+	// alone. Its event does not wake the budget, but is noted for it: the
+	// next recount (woken by web-a turning NotReady) counts it.
+	other := machine(t, ns, "web-c", pool("other"), true)
+	controlledBy(t, other, ms, "MachineSet")
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	webA := &v1alpha1.Machine{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-a"}, webA); err != nil {
+		t.Fatal(err)
+	}
+	setReady(t, webA, false)
+	want = "expected 2 max 1 unavailable 1 allowed 0"
+	waitStatus(t, ns, "web", want, func(b *v1alpha1.MachineDisruptionBudget) bool { return counts(b) == want })
 }
 
 func controlledBy(t *testing.T, o, owner client.Object, kind string) {

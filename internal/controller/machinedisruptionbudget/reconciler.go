@@ -8,6 +8,7 @@ package machinedisruptionbudget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/brief"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
@@ -39,6 +41,10 @@ type Reconciler struct {
 	// Views reads the namespace's Machines as the cache's own objects,
 	// not copies (ownerindex.Views). Nil reads them with a List.
 	Views *ownerindex.Views
+
+	// tallies keep each budget's tally between reconciles, and the
+	// Machines whose events arrived since (tally.go).
+	tallies changed.Store[*kept]
 }
 
 // Reconcile recounts one budget.
@@ -47,10 +53,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
+			r.tallies.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
+		r.tallies.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
 	}
 	now := time.Now()
@@ -75,28 +83,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, nil
 }
 
-// recount fills b's status from its Machines; it asks to be called again
-// when the oldest pending grant lapses.
+// recount fills b's status from its tally; it asks to be called again
+// when the oldest pending grant lapses, or for the tally's next full pass.
 func (r *Reconciler) recount(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, now time.Time) (reconcile.Result, error) {
-	machines, err := r.machines(ctx, b)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	owners, err := r.owners(ctx, b.Namespace)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	st := &b.Status
 	st.ObservedGeneration = b.Generation
-	ev, err := disruption.Evaluate(b, machines, owners, now)
-	if err != nil {
+	ev, overlapping, fullAt, err := r.evaluate(ctx, b, now)
+	var invalid specError
+	if errors.As(err, &invalid) {
 		// Only a budget written around admission gets here: it grants
 		// nothing until fixed, and says why.
 		st.ExpectedMachines, st.MaxUnavailable, st.CurrentUnavailable, st.DisruptionsAllowed = 0, 0, 0, 0
 		st.WaitingMachines = nil
 		r.setCondition(b, v1alpha1.DisruptionAllowedCondition, false, disruption.ReasonInvalidSpec,
-			"the budget grants no disruption until its spec is fixed: "+err.Error(), now)
+			"the budget grants no disruption until its spec is fixed: "+invalid.Error(), now)
 		return reconcile.Result{}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	st.ExpectedMachines, st.MaxUnavailable = ev.Expected, ev.Max
 	st.CurrentUnavailable, st.DisruptionsAllowed = ev.Unavailable, ev.Allowed
@@ -114,62 +118,25 @@ func (r *Reconciler) recount(ctx context.Context, b *v1alpha1.MachineDisruptionB
 			fmt.Sprintf("%d of %d selected Machines are unavailable, maxUnavailable %s (%d): %d more disruption(s) allowed",
 				ev.Unavailable, ev.Expected, b.Spec.MaxUnavailable.String(), ev.Max, ev.Allowed), now)
 	}
-	if err := r.overlap(ctx, b, machines, now); err != nil {
-		return reconcile.Result{}, err
-	}
+	r.overlap(b, overlapping, now)
+	next := changed.FullPassIn(fullAt, now)
 	if len(ev.Disrupted) > 0 {
 		lapse := ev.Disrupted[0].GrantedAt.Add(disruption.GrantTTL).Sub(now)
-		return reconcile.Result{RequeueAfter: max(lapse, time.Second)}, nil
+		next = min(next, max(lapse, time.Second))
 	}
-	return reconcile.Result{}, nil
-}
-
-// machines reads the namespace's Machines from the cache, and from the
-// API server those with a pending grant the cache does not show yet. The
-// cache's are its own objects, not copies (ownerindex.InNamespace; a List
-// copied every Machine into its slice, half of a recount's allocations at
-// 5000 Machines): a recount only reads them.
-func (r *Reconciler) machines(ctx context.Context, b *v1alpha1.MachineDisruptionBudget) ([]*v1alpha1.Machine, error) {
-	machines, err := ownerindex.InNamespace[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, b.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	seen := make(map[string]bool, len(machines))
-	for _, m := range machines {
-		seen[m.Name] = true
-	}
-	for _, g := range b.Status.DisruptedMachines {
-		if seen[g.Name] {
-			continue
-		}
-		m := &v1alpha1.Machine{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: g.Name}, m)
-		switch {
-		case err == nil:
-			machines = append(machines, m)
-		case !apierrors.IsNotFound(err):
-			return nil, err
-		}
-	}
-	return machines, nil
+	return reconcile.Result{RequeueAfter: next}, nil
 }
 
 // overlap sets the Overlapping condition: the other budgets selecting any
 // of b's Machines (each must allow their disruption too).
-func (r *Reconciler) overlap(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine, now time.Time) error {
-	list := &v1alpha1.MachineDisruptionBudgetList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return err
-	}
-	names := disruption.Overlapping(b, list.Items, machines)
+func (r *Reconciler) overlap(b *v1alpha1.MachineDisruptionBudget, names []string, now time.Time) {
 	if len(names) == 0 {
 		r.setCondition(b, v1alpha1.OverlappingCondition, false, disruption.ReasonNoOverlap,
 			"no other MachineDisruptionBudget selects any of this budget's Machines", now)
-		return nil
+		return
 	}
 	r.setCondition(b, v1alpha1.OverlappingCondition, true, disruption.ReasonOverlapping,
 		"some selected Machines are also selected by "+strings.Join(names, ", ")+": their disruptions wait until every budget selecting them allows one", now)
-	return nil
 }
 
 // why names up to five unavailable Machines and why, for the condition.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/enqueue"
 )
 
@@ -36,15 +37,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		// A Machine's labels (selection) and status (availability) change
 		// its budgets' counts, and only what a budget reads wakes them
 		// (countedChanged); both old and new labels are mapped, so that
-		// a Machine leaving a budget is uncounted there.
-		Watches(&v1alpha1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToBudgets),
+		// a Machine leaving a budget is uncounted there. The watch notes
+		// the Machine for the budgets' tallies before it wakes them.
+		Watches(&v1alpha1.Machine{}, changed.Handler(&r.tallies, r.machineToBudgets, changed.Name),
 			builder.WithPredicates(countedChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
 
 // machineToBudgets maps a Machine to the budgets selecting it, and to
-// those with a grant for it (a Machine whose labels changed since).
+// those with a grant for it (a Machine whose labels changed since). The
+// namespace's other budgets are not woken, but the Machine is noted for
+// their tallies: one they do not select still decides whether its set's
+// selected Machines count against their owner's size (an owner selected
+// in part counts alone), and their next reconcile puts it.
 func (r *Reconciler) machineToBudgets(ctx context.Context, o client.Object) []reconcile.Request {
 	list := &v1alpha1.MachineDisruptionBudgetList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
@@ -54,9 +60,12 @@ func (r *Reconciler) machineToBudgets(ctx context.Context, o client.Object) []re
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		b := &list.Items[i]
+		key := client.ObjectKeyFromObject(b)
 		sel, err := b.Spec.Selector.AsSelector()
 		if err == nil && sel.Matches(set) || granted(b, o.GetName()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		} else {
+			r.tallies.Note(key, o.GetName())
 		}
 	}
 	return reqs

@@ -24,14 +24,5 @@ func LedgerDifferences() []string {
 // made from every Machine d earlier; false when no ledger is kept (a
 // reconcile holds it, or none ran).
 func AgeLedger(r *Reconciler, key types.NamespacedName, d time.Duration) bool {
-	l, names := r.ledgers.Take(key)
-	if l == nil {
-		return false
-	}
-	l.fullAt = l.fullAt.Add(-d)
-	r.ledgers.Keep(key, l)
-	for n := range names {
-		r.ledgers.Note(key, n)
-	}
-	return true
+	return r.ledgers.Edit(key, func(l *ledger) { l.fullAt = l.fullAt.Add(-d) })
 }
