@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
-	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
 // GrantTTL is how long a grant counts as unavailable before its Machine is
@@ -29,21 +27,6 @@ func Selects(b *v1alpha1.MachineDisruptionBudget, m *v1alpha1.Machine) (bool, er
 		return false, err
 	}
 	return sel.Matches(labels.Set(m.Labels)), nil
-}
-
-// Overlapping names, sorted, the budgets of others (b itself among them
-// or not) that select a Machine b selects: each must allow that Machine's
-// disruption too. A budget whose selector does not parse selects nothing
-// here (Evaluate says why).
-func Overlapping(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine) []string {
-	t, err := NewTally(b, others)
-	if err != nil {
-		return nil
-	}
-	for _, m := range machines {
-		t.Put(m)
-	}
-	return t.Overlapping()
 }
 
 func selector(b *v1alpha1.MachineDisruptionBudget) (labels.Selector, error) {
@@ -91,7 +74,7 @@ type Owners func(set string) (key string, replicas int32, ok bool)
 // Evaluate computes a budget's state from the Machines of its namespace:
 // which it selects, which are unavailable, which of its grants are still
 // pending (a grant ends when its Machine shows the effect of its kind
-// (tookEffect) or is gone, or after GrantTTL), and so how many more
+// (record.tookEffect) or is gone, or after GrantTTL), and so how many more
 // disruptions it may grant.
 //
 // Machines of an owner the budget selects wholly count against the
@@ -108,23 +91,4 @@ func Evaluate(b *v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine,
 		t.Put(m)
 	}
 	return t.Evaluate(b, owners, now)
-}
-
-// tookEffect reports whether the Machine shows the disruption it was
-// granted: deleted (any kind: it is going away), marked for or under
-// remediation, or in or stopped in an in-place update. Being unavailable
-// for another reason (its Node NotReady) is not the disruption starting.
-func tookEffect(m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) bool {
-	if !m.DeletionTimestamp.IsZero() {
-		return true
-	}
-	switch kind {
-	case v1alpha1.DisruptionRemediation:
-		return m.Status.FailureReason != "" ||
-			meta.IsStatusConditionFalse(m.Status.Conditions, v1alpha1.OwnerRemediatedCondition) ||
-			machinefacts.RemediatedExternally(m)
-	case v1alpha1.DisruptionInPlaceUpdate:
-		return machinefacts.InPlaceInProgress(m) || machinefacts.InPlaceStopped(m)
-	}
-	return false
 }

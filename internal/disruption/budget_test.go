@@ -194,14 +194,24 @@ func TestOverlapping(t *testing.T) {
 	a1, a2, b1 := ready("a1"), ready("a2"), ready("b1")
 	a1.Labels = map[string]string{"pool": "a", "zone": "x"}
 	b1.Labels = map[string]string{"pool": "b", "zone": "x"}
-	got := disruption.Overlapping(b, others, pointers([]v1alpha1.Machine{a1, a2, b1}))
+	overlapping := func(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine) []string {
+		tally, err := disruption.NewTally(b, others)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range machines {
+			tally.Put(m)
+		}
+		return tally.Overlapping()
+	}
+	got := overlapping(b, others, pointers([]v1alpha1.Machine{a1, a2, b1}))
 	if want := []string{"all-a", "zone-x"}; !slices.Equal(got, want) {
 		t.Errorf("overlapping %v, want %v", got, want)
 	}
-	if got := disruption.Overlapping(b, others, pointers([]v1alpha1.Machine{a2, b1})); !slices.Equal(got, []string{"all-a"}) {
+	if got := overlapping(b, others, pointers([]v1alpha1.Machine{a2, b1})); !slices.Equal(got, []string{"all-a"}) {
 		t.Errorf("without a1: overlapping %v, want [all-a]", got)
 	}
-	if got := disruption.Overlapping(b, []v1alpha1.MachineDisruptionBudget{*b}, pointers([]v1alpha1.Machine{a1})); len(got) != 0 {
+	if got := overlapping(b, []v1alpha1.MachineDisruptionBudget{*b}, pointers([]v1alpha1.Machine{a1})); len(got) != 0 {
 		t.Errorf("alone: overlapping %v, want none", got)
 	}
 }

@@ -48,7 +48,7 @@ func TestTallyEvaluatesAsReadingEveryMachine(t *testing.T) {
 		if !reflect.DeepEqual(want, got) {
 			t.Fatalf("draw %d:\nreading every Machine %+v\ntally                 %+v", draw, want, got)
 		}
-		if want, got := overlappingEveryMachine(b, others, machines), Overlapping(b, others, machines); !reflect.DeepEqual(want, got) {
+		if want, got := overlappingEveryMachine(b, others, machines), tallyOf(t, b, others, machines).Overlapping(); !reflect.DeepEqual(want, got) {
 			t.Fatalf("draw %d: overlapping: reading every Machine %v, tally %v", draw, want, got)
 		}
 	}
@@ -82,7 +82,7 @@ func evaluateEveryMachine(b *v1alpha1.MachineDisruptionBudget, machines []*v1alp
 		if !ok || now.Sub(g.GrantedAt.Time) >= GrantTTL {
 			continue // gone (or no longer selected), or lapsed
 		}
-		if tookEffect(m, g.Kind) {
+		if tookEffectOf(m, g.Kind) {
 			continue // counted as unavailable
 		}
 		// Still pending: kept even while the Machine is unavailable for
@@ -180,7 +180,8 @@ func ownerKeyOf(m *v1alpha1.Machine, owners machineOwners) string {
 	return key
 }
 
-// overlappingEveryMachine is Overlapping as it was before the tally.
+// overlappingEveryMachine is the Overlapping condition's names as they
+// were read before the tally.
 func overlappingEveryMachine(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisruptionBudget, machines []*v1alpha1.Machine) []string {
 	own, err := selector(b)
 	if err != nil {
@@ -200,4 +201,20 @@ func overlappingEveryMachine(b *v1alpha1.MachineDisruptionBudget, others []v1alp
 		}
 	}
 	return slices.Sorted(maps.Keys(found))
+}
+
+// tookEffectOf is tookEffect as it was read of the Machine.
+func tookEffectOf(m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) bool {
+	if !m.DeletionTimestamp.IsZero() {
+		return true
+	}
+	switch kind {
+	case v1alpha1.DisruptionRemediation:
+		return m.Status.FailureReason != "" ||
+			meta.IsStatusConditionFalse(m.Status.Conditions, v1alpha1.OwnerRemediatedCondition) ||
+			machinefacts.RemediatedExternally(m)
+	case v1alpha1.DisruptionInPlaceUpdate:
+		return machinefacts.InPlaceInProgress(m) || machinefacts.InPlaceStopped(m)
+	}
+	return false
 }

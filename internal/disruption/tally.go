@@ -40,10 +40,12 @@ type Tally struct {
 	// name, for Overlapping.
 	others []otherBudget
 
-	// machines are the Machines put, by name (the objects put, read
-	// only); records what the tally read of each.
-	machines map[string]*v1alpha1.Machine
+	// records are what the tally read of each Machine put, by name;
+	// machines the objects put, only after KeepMachines (for Check): a
+	// tally kept between reconciles would otherwise keep every Machine's
+	// old version alive until its next counted event.
 	records  map[string]record
+	machines map[string]*v1alpha1.Machine
 	// sets are the sums of each set's Machines, by its name ("" for
 	// Machines no set controls); a set with none counted has no entry.
 	sets map[string]*setSums
@@ -74,8 +76,9 @@ type record struct {
 	// waits: it waits for a budget (not being deleted), with message.
 	waits   bool
 	message string
-	// remediated and inPlace: it shows the effect of a grant of that
-	// kind (tookEffect; being deleted is the effect of every kind).
+	// remediated: failed, or marked for or under remediation; inPlace:
+	// in or stopped in an in-place update. Each is the effect of a grant
+	// of that kind (tookEffect).
 	remediated, inPlace bool
 	// alsoSelectedBy are the other budgets (indexes in Tally.others) that
 	// select it, for a Machine the budget's selector matches.
@@ -107,11 +110,7 @@ func NewTally(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisr
 	}
 	t := &Tally{namespace: b.Namespace, selector: sel, context: TallyContext(b, others)}
 	t.empty()
-	for i := range others {
-		o := &others[i]
-		if o.Name == b.Name || o.Namespace != b.Namespace {
-			continue
-		}
+	for _, o := range othersOf(b, others) {
 		if sel, err := selector(o); err == nil { // one that does not parse selects nothing
 			t.others = append(t.others, otherBudget{o.Name, sel})
 		}
@@ -121,42 +120,59 @@ func NewTally(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisr
 
 // empty makes t a tally of no Machine.
 func (t *Tally) empty() {
-	t.machines, t.records, t.sets = map[string]*v1alpha1.Machine{}, map[string]record{}, map[string]*setSums{}
+	t.records, t.sets = map[string]record{}, map[string]*setSums{}
 	t.waiting, t.overlaps = map[string]string{}, map[string]int{}
 }
 
 // TallyContext identifies what a tally of b's Machines depends on besides
-// the Machines: b's selector and the other budgets of its namespace
-// (their selectors, for Overlapping), by UID and generation. A tally made
-// in another context is made again from every Machine.
+// the Machines: b's spec and the other budgets' of its namespace (their
+// selectors, for Overlapping), by UID and generation: any change of any
+// budget's spec. A tally made in another context is made again from
+// every Machine.
 func TallyContext(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisruptionBudget) string {
 	parts := []string{string(b.UID) + "/" + strconv.FormatInt(b.Generation, 10)}
-	for i := range others {
-		o := &others[i]
-		if o.Name != b.Name && o.Namespace == b.Namespace {
-			parts = append(parts, o.Name+"/"+string(o.UID)+"/"+strconv.FormatInt(o.Generation, 10))
-		}
+	for _, o := range othersOf(b, others) {
+		parts = append(parts, o.Name+"/"+string(o.UID)+"/"+strconv.FormatInt(o.Generation, 10))
 	}
 	slices.Sort(parts[1:])
 	return strings.Join(parts, ",")
+}
+
+// othersOf are the budgets of others in b's namespace but b.
+func othersOf(b *v1alpha1.MachineDisruptionBudget, others []v1alpha1.MachineDisruptionBudget) []*v1alpha1.MachineDisruptionBudget {
+	var out []*v1alpha1.MachineDisruptionBudget
+	for i := range others {
+		if o := &others[i]; o.Name != b.Name && o.Namespace == b.Namespace {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Context is the context the tally was made in (TallyContext).
 func (t *Tally) Context() string { return t.context }
 
 // Has reports whether a Machine of that name was put.
-func (t *Tally) Has(name string) bool { return t.machines[name] != nil }
+func (t *Tally) Has(name string) bool {
+	_, ok := t.records[name]
+	return ok
+}
+
+// KeepMachines makes an empty tally keep the Machines put, for Check.
+func (t *Tally) KeepMachines() { t.machines = map[string]*v1alpha1.Machine{} }
 
 // Put reads m into the tally, in place of what was put under its name.
-// A Machine of another namespace is not read. The tally keeps m: it must
-// not change afterwards (a cache's object, or a copy of the caller's).
+// A Machine of another namespace is not read. After KeepMachines the
+// tally keeps m: it must not change afterwards.
 func (t *Tally) Put(m *v1alpha1.Machine) {
 	if m.Namespace != t.namespace {
 		return
 	}
 	t.Remove(m.Name)
 	r := t.read(m)
-	t.machines[m.Name] = m
+	if t.machines != nil {
+		t.machines[m.Name] = m
+	}
 	t.records[m.Name] = r
 	t.add(m.Name, r, 1)
 }
@@ -192,8 +208,10 @@ func (t *Tally) read(m *v1alpha1.Machine) record {
 	r.deleting = !m.DeletionTimestamp.IsZero()
 	r.down, r.why = machinefacts.Unavailable(m)
 	r.cordoned = machinefacts.CordonedInPlace(m)
-	r.remediated = tookEffect(m, v1alpha1.DisruptionRemediation)
-	r.inPlace = tookEffect(m, v1alpha1.DisruptionInPlaceUpdate)
+	r.remediated = machinefacts.Failed(m) ||
+		meta.IsStatusConditionFalse(m.Status.Conditions, v1alpha1.OwnerRemediatedCondition) ||
+		machinefacts.RemediatedExternally(m)
+	r.inPlace = machinefacts.InPlaceInProgress(m) || machinefacts.InPlaceStopped(m)
 	if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil &&
 		c.Status == metav1.ConditionFalse && !r.deleting {
 		r.waits, r.message = true, brief.Truncate(c.Message, 1024)
@@ -218,7 +236,7 @@ func (t *Tally) add(name string, r record, sign int32) {
 	}
 	s := t.sets[r.set]
 	if s == nil {
-		s = &setSums{down: map[string]string{}}
+		s = &setSums{}
 		t.sets[r.set] = s
 	}
 	if !r.selected() {
@@ -236,10 +254,15 @@ func (t *Tally) add(name string, r record, sign int32) {
 		if !r.deleting {
 			s.live += sign
 		}
-		if r.down && sign > 0 {
+		switch {
+		case r.down && sign > 0 && s.down == nil:
+			s.down = map[string]string{name: r.why}
+		case r.down && sign > 0:
 			s.down[name] = r.why
-		} else {
-			delete(s.down, name)
+		default:
+			if delete(s.down, name); len(s.down) == 0 {
+				s.down = nil
+			}
 		}
 	}
 	if s.selected == 0 && s.unselected == 0 {
@@ -248,7 +271,10 @@ func (t *Tally) add(name string, r record, sign int32) {
 }
 
 // tookEffect reports whether the Machine shows the disruption it was
-// granted (a grant of kind k): deleted, or per k's record.
+// granted (a grant of kind k): deleted (any kind: it is going away),
+// marked for or under remediation, or in or stopped in an in-place
+// update. Being unavailable for another reason (its Node NotReady) is
+// not the disruption starting.
 func (r record) tookEffect(k v1alpha1.DisruptionKind) bool {
 	switch {
 	case r.deleting:
@@ -385,10 +411,14 @@ func (t *Tally) Overlapping() []string {
 	return slices.Sorted(maps.Keys(t.overlaps))
 }
 
-// Check makes the tally again from its Machines and says how the two
-// differ, "" when they do not: the controller's tests check every kept
-// tally with it.
+// Check makes the tally again from its Machines (KeepMachines) and says
+// how the two differ, "" when they do not: the controller's tests check
+// every kept tally's arithmetic with it. (A Machine whose event was
+// never noted is not found so: the tally holds its old version.)
 func (t *Tally) Check() string {
+	if t.machines == nil {
+		return "Check needs the Machines kept (KeepMachines)"
+	}
 	fresh := &Tally{namespace: t.namespace, selector: t.selector, context: t.context, others: t.others}
 	fresh.empty()
 	for _, m := range t.machines {

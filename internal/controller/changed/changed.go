@@ -70,8 +70,9 @@ func (s *Store[T]) Keep(key types.NamespacedName, v T) {
 	s.kept[key] = v
 }
 
-// Edit calls f with key's kept T, and reports whether one is kept (a
-// reconcile holding it has taken it): tests date a kept T back with it.
+// Edit calls f with key's kept T, and reports whether one is kept:
+// tests date a kept T back with it. A reconcile that reads its T after
+// keeping it races with Edit: it reads what it needs before Keep.
 func (s *Store[T]) Edit(key types.NamespacedName, f func(T)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -62,9 +62,12 @@ func (r *Reconciler) machineToBudgets(ctx context.Context, o client.Object) []re
 		b := &list.Items[i]
 		key := client.ObjectKeyFromObject(b)
 		sel, err := b.Spec.Selector.AsSelector()
-		if err == nil && sel.Matches(set) || granted(b, o.GetName()) {
+		switch {
+		case err == nil && sel.Matches(set) || granted(b, o.GetName()):
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})
-		} else {
+		case err == nil && b.DeletionTimestamp.IsZero():
+			// Not for a budget whose selector does not parse or that is
+			// going: neither keeps a tally, and the names would pile up.
 			r.tallies.Note(key, o.GetName())
 		}
 	}

@@ -2,6 +2,7 @@ package machinedisruptionbudget
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,10 +20,10 @@ import (
 // when it was made from every Machine of the namespace.
 //
 // A reconcile puts again only the Machines whose events arrived (the
-// Machine watch notes them, watch.go): its work does not grow with the
+// Machine watch notes them, setup.go): its work does not grow with the
 // fleet. The tally is made again from every Machine the first time,
-// when the budget's or another budget's spec changed (their selectors:
-// disruption.TallyContext), and changed.FullPassEvery after the last
+// when the spec of any budget of the namespace changed
+// (disruption.TallyContext), and changed.FullPassEvery after the last
 // time, so that an event lost on the way (its mapping to the budgets
 // failed) is made good within that.
 type kept struct {
@@ -37,39 +38,43 @@ type specError struct{ error }
 // evaluate brings b's tally up to date and evaluates b from it: its
 // state, the other budgets sharing its Machines, and when the tally was
 // last made from every Machine. A specError says b's spec does not parse.
-func (r *Reconciler) evaluate(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, now time.Time) (disruption.Evaluation, []string, time.Time, error) {
+func (r *Reconciler) evaluate(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, now time.Time) (
+	ev disruption.Evaluation, overlapping []string, fullAt time.Time, err error) {
 	others := &v1alpha1.MachineDisruptionBudgetList{}
 	if err := r.Client.List(ctx, others, client.InNamespace(b.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return disruption.Evaluation{}, nil, time.Time{}, err
+		return ev, nil, fullAt, err
 	}
 	owners, err := r.owners(ctx, b.Namespace)
 	if err != nil {
-		return disruption.Evaluation{}, nil, time.Time{}, err
+		return ev, nil, fullAt, err
 	}
 	key := client.ObjectKeyFromObject(b)
 	t, names := r.tallies.Take(key)
 	// Not kept on an error: the next reconcile makes it from every
 	// Machine, the names taken here among them.
 	if t, err = r.update(ctx, b, others.Items, t, names, now); err != nil {
-		return disruption.Evaluation{}, nil, time.Time{}, err
+		return ev, nil, fullAt, err
 	}
 	granted, err := r.putGranted(ctx, b, t)
+	defer func() {
+		for _, name := range granted {
+			t.Remove(name)
+		}
+		if err == nil || errors.As(err, &specError{}) {
+			if checkTally.Load() {
+				checkKept(key.String(), t)
+			}
+			fullAt = t.fullAt // read before it is kept (changed.Store.Edit)
+			r.tallies.Keep(key, t)
+		}
+	}()
 	if err != nil {
-		return disruption.Evaluation{}, nil, time.Time{}, err
+		return ev, nil, fullAt, err
 	}
-	ev, err := t.Evaluate(b, owners, now)
-	overlapping := t.Overlapping()
-	for _, name := range granted {
-		t.Remove(name)
+	if ev, err = t.Evaluate(b, owners, now); err != nil {
+		return ev, nil, fullAt, specError{err} // the tally does not depend on maxUnavailable: kept
 	}
-	if err != nil {
-		return disruption.Evaluation{}, nil, time.Time{}, specError{err}
-	}
-	if checkTally.Load() {
-		checkKept(key.String(), t)
-	}
-	r.tallies.Keep(key, t)
-	return ev, overlapping, t.fullAt, nil
+	return ev, t.Overlapping(), fullAt, nil
 }
 
 // update is t with the Machines names put again, as the cache shows them
@@ -80,6 +85,9 @@ func (r *Reconciler) update(ctx context.Context, b *v1alpha1.MachineDisruptionBu
 		fresh, err := disruption.NewTally(b, others)
 		if err != nil {
 			return nil, specError{err}
+		}
+		if checkTally.Load() {
+			fresh.KeepMachines()
 		}
 		// The cache's own objects, not copies: the tally only reads them.
 		machines, err := ownerindex.InNamespace[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, b.Namespace)
@@ -108,7 +116,7 @@ func (r *Reconciler) update(ctx context.Context, b *v1alpha1.MachineDisruptionBu
 // putGranted puts in t, from the API server, the Machines with a grant of
 // b that the cache does not show: one it has not seen yet is not one that
 // is gone. They stay only for this evaluation (the caller removes those
-// named): the cache's event for each puts it for good.
+// it names, on an error too): the cache's event for each puts it for good.
 func (r *Reconciler) putGranted(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, t *kept) ([]string, error) {
 	var put []string
 	for _, g := range b.Status.DisruptedMachines {
@@ -122,10 +130,7 @@ func (r *Reconciler) putGranted(ctx context.Context, b *v1alpha1.MachineDisrupti
 			t.Put(m)
 			put = append(put, g.Name)
 		case !apierrors.IsNotFound(err):
-			for _, name := range put {
-				t.Remove(name)
-			}
-			return nil, err
+			return put, err
 		}
 	}
 	return put, nil

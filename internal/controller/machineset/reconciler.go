@@ -115,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (res 
 	defer s.restore()
 	defer func() {
 		if err == nil { // back for the next full pass at the latest (collect)
-			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: changed.FullPassIn(s.ledger.fullAt, s.now)})
+			res = requeue.Soonest(res, reconcile.Result{RequeueAfter: changed.FullPassIn(s.fullAt, s.now)})
 		}
 	}()
 	if err := r.collectInPlace(ctx, s); err != nil {
@@ -192,6 +192,9 @@ type scope struct {
 	// with putUntilEnd.
 	ledger *ledger
 	owned  map[string]*v1alpha1.Machine
+	// fullAt is when the ledger was made from every Machine, read before
+	// it was kept (the reconcile's next full pass).
+	fullAt time.Time
 	// replaced are the Machines putUntilEnd replaced, as they were (nil:
 	// not there).
 	replaced map[string]*v1alpha1.Machine
@@ -259,8 +262,8 @@ func (r *Reconciler) collect(ctx context.Context, s *scope) error {
 	if checkLedger {
 		checkRecount(s, l)
 	}
+	s.ledger, s.owned, s.fullAt = l, l.machines, l.fullAt
 	r.ledgers.Keep(key, l)
-	s.ledger, s.owned = l, l.machines
 	return nil
 }
 
