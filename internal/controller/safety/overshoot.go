@@ -3,11 +3,13 @@ package safety
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -61,16 +63,22 @@ type overshoot struct {
 	views    *ownerindex.Views
 	recorder events.EventRecorder
 	cfg      Config
+	// counts are the counts kept from the Machine events; fullAt, when
+	// each owner ("kind/namespace/name") last counted every Machine.
+	counts *machineCounts
+	fullMu sync.Mutex
+	fullAt map[string]time.Time
 }
 
 // reconcileSet checks one MachineSet.
 func (o *overshoot) reconcileSet(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ms := &v1alpha1.MachineSet{}
 	if err := o.client.Get(ctx, req.NamespacedName, ms); err != nil {
+		o.forget("MachineSet", req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	var n groupCount
-	if err := o.countMachines(ctx, ms, &n); err != nil {
+	n, err := o.count(ctx, "MachineSet", req.NamespacedName, []*v1alpha1.MachineSet{ms})
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	var surge int32
@@ -89,6 +97,7 @@ func (o *overshoot) reconcileSet(ctx context.Context, req reconcile.Request) (re
 func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	md := &v1alpha1.MachineDeployment{}
 	if err := o.client.Get(ctx, req.NamespacedName, md); err != nil {
+		o.forget("MachineDeployment", req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	surge, err := machinefacts.MaxSurge(md)
@@ -99,15 +108,15 @@ func (o *overshoot) reconcileDeployment(ctx context.Context, req reconcile.Reque
 	if err := o.client.List(ctx, sets, client.InNamespace(md.Namespace), ownerindex.ControlledBy(md.UID), client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
-	var n groupCount
+	var owned []*v1alpha1.MachineSet
 	for i := range sets.Items {
-		ms := &sets.Items[i]
-		if ref := metav1.GetControllerOfNoCopy(ms); ref == nil || ref.UID != md.UID {
-			continue
+		if ref := metav1.GetControllerOfNoCopy(&sets.Items[i]); ref != nil && ref.UID == md.UID {
+			owned = append(owned, &sets.Items[i])
 		}
-		if err := o.countMachines(ctx, ms, &n); err != nil {
-			return reconcile.Result{}, err
-		}
+	}
+	n, err := o.count(ctx, "MachineDeployment", req.NamespacedName, owned)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	return o.apply(ctx, md, "MachineDeployment", n, md.Spec.Replicas+surge)
 }
@@ -119,17 +128,52 @@ type groupCount struct {
 	newest time.Time
 }
 
-// countMachines adds to n the Machines ms controls that are not being
-// deleted nor preserved: a preserved Machine was replaced on purpose, and
-// the limits that bound how many exist (autoPreserveFailedMax, the
-// preserve timeout) bound it instead (docs/preservation.md).
+// count counts the Machines of sets, all of one owner (kind, key): from
+// every Machine when the owner has not counted them so for a period (its
+// first check, and its periodic one), else from the counts kept from the
+// Machine events (machineCounts).
+func (o *overshoot) count(ctx context.Context, kind string, key types.NamespacedName, sets []*v1alpha1.MachineSet) (groupCount, error) {
+	var n groupCount
+	owner, now := kind+"/"+key.String(), time.Now()
+	o.fullMu.Lock()
+	last, ok := o.fullAt[owner]
+	o.fullMu.Unlock()
+	if ok && now.Sub(last) < o.cfg.OvershootingPeriod && now.Sub(last) >= 0 {
+		for _, ms := range sets {
+			o.counts.add(ms.UID, &n)
+		}
+		return n, nil
+	}
+	for _, ms := range sets {
+		if err := o.countMachines(ctx, ms, &n); err != nil {
+			return groupCount{}, err
+		}
+	}
+	o.fullMu.Lock()
+	defer o.fullMu.Unlock()
+	if o.fullAt == nil {
+		o.fullAt = map[string]time.Time{}
+	}
+	o.fullAt[owner] = now
+	return n, nil
+}
+
+// forget drops what is kept of an owner that is gone.
+func (o *overshoot) forget(kind string, key types.NamespacedName) {
+	o.fullMu.Lock()
+	defer o.fullMu.Unlock()
+	delete(o.fullAt, kind+"/"+key.String())
+}
+
+// countMachines adds to n the Machines ms controls that the check counts
+// (countedIn), reading every one.
 func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet, n *groupCount) error {
 	machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, o.views, o.client, &v1alpha1.MachineList{}, ms.Namespace, ms.UID)
 	if err != nil {
 		return err
 	}
 	for _, m := range machines {
-		if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID == ms.UID && m.DeletionTimestamp.IsZero() && !machinefacts.Preserved(m) {
+		if uid, ok := countedIn(m); ok && uid == ms.UID {
 			n.machines++
 			if t := m.CreationTimestamp.Time; t.After(n.newest) {
 				n.newest = t

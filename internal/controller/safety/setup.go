@@ -66,7 +66,8 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 	if err := mgr.Add(&c.orphans); err != nil {
 		return err
 	}
-	over := &overshoot{client: mgr.GetClient(), views: c.Views, recorder: rec, cfg: c.Config}
+	over := &overshoot{client: mgr.GetClient(), views: c.Views, recorder: rec, cfg: c.Config,
+		counts: &machineCounts{period: c.Config.OvershootingPeriod, now: time.Now}}
 	if err := over.setup(ctx, mgr); err != nil {
 		return err
 	}
