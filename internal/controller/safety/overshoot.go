@@ -72,6 +72,7 @@ type overshoot struct {
 
 // reconcileSet checks one MachineSet.
 func (o *overshoot) reconcileSet(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o.counts.synced.Store(true) // this controller's counting watch has synced (machineCounts.synced)
 	ms := &v1alpha1.MachineSet{}
 	if err := o.client.Get(ctx, req.NamespacedName, ms); err != nil {
 		o.forget("MachineSet", req.NamespacedName)
@@ -130,15 +131,15 @@ type groupCount struct {
 
 // count counts the Machines of sets, all of one owner (kind, key): from
 // every Machine when the owner has not counted them so for a period (its
-// first check, and its periodic one), else from the counts kept from the
-// Machine events (machineCounts).
+// first check, and its periodic one) or the kept counts are not complete
+// yet, else from the counts kept from the Machine events (machineCounts).
 func (o *overshoot) count(ctx context.Context, kind string, key types.NamespacedName, sets []*v1alpha1.MachineSet) (groupCount, error) {
 	var n groupCount
 	owner, now := kind+"/"+key.String(), time.Now()
 	o.fullMu.Lock()
 	last, ok := o.fullAt[owner]
 	o.fullMu.Unlock()
-	if ok && now.Sub(last) < o.cfg.OvershootingPeriod && now.Sub(last) >= 0 {
+	if ok && o.counts.synced.Load() && now.Sub(last) < o.cfg.OvershootingPeriod && now.Sub(last) >= 0 {
 		for _, ms := range sets {
 			o.counts.add(ms.UID, &n)
 		}

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,14 @@ type machineCounts struct {
 	// makes its owner growing).
 	period time.Duration
 	now    func() time.Time
+
+	// synced: every Machine the informer held when the counting watch
+	// started has been counted. The set's check marks it at its first
+	// reconcile: controller-runtime starts a controller's workers only
+	// once its watches' handlers have been handed every object. Until
+	// then a check (the deployment's, whose own watch may be ahead)
+	// counts every Machine.
+	synced atomic.Bool
 
 	mu   sync.Mutex
 	sets map[types.UID]*setCount
