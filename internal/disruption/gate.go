@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,8 +28,8 @@ const (
 	// ReasonWaitingForBudget: a voluntary disruption of the Machine waits
 	// for a MachineDisruptionBudget (condition False, and a Warning Event).
 	ReasonWaitingForBudget = "WaitingForDisruptionBudget"
-	// ReasonDisruptionGranted: every budget selecting the Machine granted
-	// a disruption (Normal Event).
+	// ReasonDisruptionGranted: every budget selecting a Machine that
+	// waited granted its disruption (Normal Event).
 	ReasonDisruptionGranted = "DisruptionGranted"
 )
 
@@ -89,46 +90,168 @@ type Decision struct {
 // (requeue). A Machine granted before and asking again is Allowed without
 // a second grant.
 func (g *Gate) Request(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) (Decision, error) {
-	if g == nil {
-		return Decision{Allowed: true}, nil
-	}
-	budgets, err := g.matching(ctx, m)
+	ds, err := g.RequestAll(ctx, []Ask{{Machine: m, Kind: kind}})
 	if err != nil {
 		return Decision{}, err
 	}
+	return ds[0], nil
+}
+
+// Ask is one disruption asked of the Gate: a Machine and its kind.
+type Ask struct {
+	Machine *v1alpha1.Machine
+	Kind    v1alpha1.DisruptionKind
+}
+
+// RequestAll asks for the disruptions in order, each as Request asks for
+// one, and answers for each up to the first one held back (its Decision
+// is the last): the ones after it would be held back too, and asking for
+// them would only mark each one waiting. The grants are counted against
+// the budgets as read once, each taking one disruption left, and written
+// in one patch per budget: a set deleting a hundred victims writes each
+// budget once, not a hundred times, and does not read the budget again
+// from a cache that has not seen its own last grant (a Conflict at every
+// victim after the first, docs/benchmarks.md). An error writing a grant
+// (a Conflict: a budget changed since read) comes without Decisions and
+// grants none of them: what was written to other budgets is released. An
+// error marking the held back Machine waiting comes with the Decisions:
+// the grants stand.
+func (g *Gate) RequestAll(ctx context.Context, asks []Ask) ([]Decision, error) {
+	if g == nil {
+		ds := make([]Decision, len(asks))
+		for i := range ds {
+			ds[i].Allowed = true
+		}
+		return ds, nil
+	}
+	var (
+		out     []Decision
+		held    *Ask
+		budgets = map[string][]*v1alpha1.MachineDisruptionBudget{} // by namespace
+		w       grantWrite
+	)
+	for i := range asks {
+		a := &asks[i]
+		all, ok := budgets[a.Machine.Namespace]
+		if !ok {
+			var err error
+			if all, err = g.list(ctx, a.Machine.Namespace); err != nil {
+				return nil, err
+			}
+			budgets[a.Machine.Namespace] = all
+		}
+		d, need := decide(selecting(all, a.Machine), a)
+		out = append(out, d)
+		if !d.Allowed {
+			held = a
+			break
+		}
+		w.add(need, a, g.now())
+	}
+	if err := w.write(ctx, g); err != nil {
+		return nil, err
+	}
+	for i, d := range out {
+		a := &asks[i]
+		if !d.Allowed {
+			continue
+		}
+		need := w.granted[a.Machine.Name]
+		for _, b := range need {
+			grants.WithLabelValues(b.Namespace, b.Name, string(a.Kind)).Inc()
+		}
+		// The Event ends a wait the Machine's Warning Event began. A grant
+		// without a wait is told by the deletion or the update itself (and
+		// the metric): an Event for each was one more API write per
+		// replaced Machine (docs/benchmarks.md).
+		if len(need) > 0 && waited(a.Machine) {
+			g.event(a.Machine, corev1.EventTypeNormal, ReasonDisruptionGranted,
+				fmt.Sprintf("%s granted by MachineDisruptionBudget %s", a.Kind, strings.Join(names(need), ", ")))
+		}
+		g.clearGranted(ctx, a.Machine)
+	}
+	if held != nil {
+		return out, g.wait(ctx, held.Machine, out[len(out)-1].Message)
+	}
+	return out, nil
+}
+
+// decide is the answer for a among the budgets selecting it, as they
+// stand with the grants of this call so far, and the budgets that are
+// to record a's grant (none for a Machine granted before, or let
+// through as unavailable).
+func decide(budgets []*v1alpha1.MachineDisruptionBudget, a *Ask) (Decision, []*v1alpha1.MachineDisruptionBudget) {
 	d := Decision{Budgets: names(budgets)}
-	if down, _ := machinefacts.Unavailable(m); down || len(budgets) == 0 {
+	if down, _ := machinefacts.Unavailable(a.Machine); down || len(budgets) == 0 {
 		d.Allowed, d.AsUnavailable = true, down && len(budgets) > 0
-		g.clearGranted(ctx, m)
 		return d, nil
 	}
 	var need []*v1alpha1.MachineDisruptionBudget
 	for _, b := range budgets {
-		granted, why := check(b, m)
+		granted, why := check(b, a.Machine)
 		if why != "" {
-			d.Message = fmt.Sprintf("%s%s: %s", waitPrefix(kind), b.Name, why)
-			return d, g.wait(ctx, m, d.Message)
+			d.Message = fmt.Sprintf("%s%s: %s", waitPrefix(a.Kind), b.Name, why)
+			return d, nil
 		}
 		if !granted {
 			need = append(need, b)
 		}
 	}
-	for i, b := range need {
-		if err := g.grant(ctx, b, m, kind); err != nil {
-			if rerr := g.release(ctx, need[:i], m.Name, kind); rerr != nil {
+	d.Allowed = true
+	return d, need
+}
+
+// grantWrite gathers the grants of one RequestAll: each budget as read
+// (the patch's base, carrying its resourceVersion) and as granted.
+type grantWrite struct {
+	bases   map[*v1alpha1.MachineDisruptionBudget]*v1alpha1.MachineDisruptionBudget
+	order   []*v1alpha1.MachineDisruptionBudget
+	granted map[string][]*v1alpha1.MachineDisruptionBudget // by Machine
+}
+
+// add records a's grant on each budget of need, in memory: the next
+// asks see one disruption fewer left.
+func (w *grantWrite) add(need []*v1alpha1.MachineDisruptionBudget, a *Ask, now time.Time) {
+	if len(need) == 0 {
+		return
+	}
+	if w.bases == nil {
+		w.bases, w.granted = map[*v1alpha1.MachineDisruptionBudget]*v1alpha1.MachineDisruptionBudget{}, map[string][]*v1alpha1.MachineDisruptionBudget{}
+	}
+	for _, b := range need {
+		if w.bases[b] == nil {
+			w.bases[b] = b.DeepCopy()
+			w.order = append(w.order, b)
+		}
+		b.Status.DisruptedMachines = append(b.Status.DisruptedMachines, v1alpha1.DisruptedMachine{
+			Name: a.Machine.Name, Kind: a.Kind, GrantedAt: metav1.NewTime(now),
+		})
+		b.Status.DisruptionsAllowed--
+	}
+	w.granted[a.Machine.Name] = need
+}
+
+// write patches each budget granted under its resourceVersion as read.
+// When one fails, the grants written before it are released.
+func (w *grantWrite) write(ctx context.Context, g *Gate) error {
+	for i, b := range w.order {
+		base := w.bases[b]
+		err := g.Client.Status().Patch(ctx, b, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			continue
+		}
+		for _, done := range w.order[:i] {
+			added := done.Status.DisruptedMachines[len(w.bases[done].Status.DisruptedMachines):]
+			mine := func(d v1alpha1.DisruptedMachine) bool { // a grant of this call
+				return slices.ContainsFunc(added, func(o v1alpha1.DisruptedMachine) bool { return o.Name == d.Name && o.Kind == d.Kind })
+			}
+			if rerr := g.release(ctx, []*v1alpha1.MachineDisruptionBudget{done}, mine); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
-			return Decision{}, fmt.Errorf("recording the %s grant of Machine %s on MachineDisruptionBudget %s: %w", kind, m.Name, b.Name, err)
 		}
-		grants.WithLabelValues(b.Namespace, b.Name, string(kind)).Inc()
+		return fmt.Errorf("recording %d grant(s) on MachineDisruptionBudget %s: %w", len(b.Status.DisruptedMachines)-len(base.Status.DisruptedMachines), b.Name, err)
 	}
-	d.Allowed = true
-	if len(need) > 0 {
-		g.event(m, corev1.EventTypeNormal, ReasonDisruptionGranted,
-			fmt.Sprintf("%s granted by MachineDisruptionBudget %s", kind, strings.Join(names(need), ", ")))
-	}
-	g.clearGranted(ctx, m)
-	return d, nil
+	return nil
 }
 
 // Release withdraws m's grants (a caller that asked, was granted, and then
@@ -142,7 +265,7 @@ func (g *Gate) Release(ctx context.Context, m *v1alpha1.Machine) error {
 	if err != nil {
 		return err
 	}
-	if err := g.release(ctx, budgets, m.Name, ""); err != nil {
+	if err := g.release(ctx, budgets, func(d v1alpha1.DisruptedMachine) bool { return d.Name == m.Name }); err != nil {
 		return err
 	}
 	return g.clearWaiting(ctx, m)
@@ -162,7 +285,7 @@ func (g *Gate) Withdraw(ctx context.Context, m *v1alpha1.Machine, kind v1alpha1.
 	if err != nil {
 		return err
 	}
-	if err := g.release(ctx, budgets, m.Name, kind); err != nil {
+	if err := g.release(ctx, budgets, func(d v1alpha1.DisruptedMachine) bool { return d.Name == m.Name && d.Kind == kind }); err != nil {
 		return err
 	}
 	if !WaitsFor(m, kind) {
@@ -206,25 +329,29 @@ func check(b *v1alpha1.MachineDisruptionBudget, m *v1alpha1.Machine) (granted bo
 	return false, ""
 }
 
-// matching lists the budgets of m's namespace selecting m, by name. A
-// budget whose selector cannot be read matches everything: it holds the
-// namespace's disruptions back until fixed, rather than let them through.
+// matching lists the budgets of m's namespace selecting m, by name.
 func (g *Gate) matching(ctx context.Context, m *v1alpha1.Machine) ([]*v1alpha1.MachineDisruptionBudget, error) {
+	all, err := g.list(ctx, m.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return selecting(all, m), nil
+}
+
+// list reads the budgets of a namespace not being deleted, by name, as
+// copies the caller may change.
+func (g *Gate) list(ctx context.Context, namespace string) ([]*v1alpha1.MachineDisruptionBudget, error) {
 	reader := g.Reader
 	if reader == nil {
 		reader = g.Client
 	}
 	list := &v1alpha1.MachineDisruptionBudgetList{}
-	if err := reader.List(ctx, list, client.InNamespace(m.Namespace)); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing MachineDisruptionBudgets: %w", err)
 	}
 	var out []*v1alpha1.MachineDisruptionBudget
 	for i := range list.Items {
-		b := &list.Items[i]
-		if !b.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if ok, err := Selects(b, m); ok || err != nil {
+		if b := &list.Items[i]; b.DeletionTimestamp.IsZero() {
 			out = append(out, b)
 		}
 	}
@@ -232,19 +359,22 @@ func (g *Gate) matching(ctx context.Context, m *v1alpha1.Machine) ([]*v1alpha1.M
 	return out, nil
 }
 
-// grant records m's disruption on b under b's resourceVersion.
-func (g *Gate) grant(ctx context.Context, b *v1alpha1.MachineDisruptionBudget, m *v1alpha1.Machine, kind v1alpha1.DisruptionKind) error {
-	base := b.DeepCopy()
-	b.Status.DisruptedMachines = append(b.Status.DisruptedMachines, v1alpha1.DisruptedMachine{
-		Name: m.Name, Kind: kind, GrantedAt: metav1.NewTime(g.now()),
-	})
-	b.Status.DisruptionsAllowed--
-	return g.Client.Status().Patch(ctx, b, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+// selecting are the budgets of all selecting m. A budget whose selector
+// cannot be read selects everything: it holds the namespace's
+// disruptions back until fixed, rather than let them through.
+func selecting(all []*v1alpha1.MachineDisruptionBudget, m *v1alpha1.Machine) []*v1alpha1.MachineDisruptionBudget {
+	var out []*v1alpha1.MachineDisruptionBudget
+	for _, b := range all {
+		if ok, err := Selects(b, m); ok || err != nil {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
-// release removes name's grants (of the kind; "" for every kind) from the
-// budgets, each from a fresh read.
-func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptionBudget, name string, kind v1alpha1.DisruptionKind) error {
+// release removes the grants drop picks from the budgets, each from a
+// fresh read.
+func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptionBudget, drop func(v1alpha1.DisruptedMachine) bool) error {
 	var errs []error
 	for _, b := range budgets {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -255,19 +385,20 @@ func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptio
 			base := cur.DeepCopy()
 			kept := cur.Status.DisruptedMachines[:0]
 			for _, d := range cur.Status.DisruptedMachines {
-				if d.Name != name || (kind != "" && d.Kind != kind) {
+				if !drop(d) {
 					kept = append(kept, d)
 				}
 			}
-			if len(kept) == len(base.Status.DisruptedMachines) {
+			dropped := len(base.Status.DisruptedMachines) - len(kept)
+			if dropped == 0 {
 				return nil
 			}
 			cur.Status.DisruptedMachines = kept
-			cur.Status.DisruptionsAllowed++
+			cur.Status.DisruptionsAllowed += int32(dropped)
 			return g.Client.Status().Patch(ctx, cur, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 		})
 		if client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("releasing the grant of Machine %s on MachineDisruptionBudget %s: %w", name, b.Name, err))
+			errs = append(errs, fmt.Errorf("releasing grants on MachineDisruptionBudget %s: %w", b.Name, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -278,14 +409,20 @@ func (g *Gate) release(ctx context.Context, budgets []*v1alpha1.MachineDisruptio
 func (g *Gate) wait(ctx context.Context, m *v1alpha1.Machine, message string) error {
 	waits.WithLabelValues(m.Namespace).Inc()
 	prev := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition)
-	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Message == message {
+	if waited(m) && prev.Message == message {
 		return nil
 	}
-	if prev == nil || prev.Status != metav1.ConditionFalse {
+	if !waited(m) {
 		g.event(m, corev1.EventTypeWarning, ReasonWaitingForBudget, message)
 	}
 	return g.setCondition(ctx, m, &metav1.Condition{Type: v1alpha1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
 		Reason: ReasonWaitingForBudget, Message: message})
+}
+
+// waited reports whether m's DisruptionAllowed condition says it waits.
+func waited(m *v1alpha1.Machine) bool {
+	c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.DisruptionAllowedCondition)
+	return c != nil && c.Status == metav1.ConditionFalse
 }
 
 // clearWaiting removes m's DisruptionAllowed condition, if it has one.

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -25,6 +27,8 @@ func TestGrantIsRecordedOnTheBudget(t *testing.T) {
 	ns := namespace(t)
 	budgetOf(t, ns, "prod", "a", 2, 1)
 	m1, m2 := machine(t, ns, "m1", "a", true), machine(t, ns, "m2", "a", true)
+	recorder := events.NewFakeRecorder(10)
+	gate := func() *disruption.Gate { return &disruption.Gate{Client: env.Client, Recorder: recorder} }
 
 	d, err := gate().Request(ctx, m1, v1alpha1.DisruptionRollout)
 	if err != nil || !d.Allowed {
@@ -73,6 +77,16 @@ func TestGrantIsRecordedOnTheBudget(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(getMachine(t, m2).Status.Conditions, v1alpha1.DisruptionAllowedCondition); c != nil {
 		t.Errorf("granted m2 still has %+v", c)
+	}
+	// Events: m2's wait, and its end; m1's grant, without a wait, has none.
+	close(recorder.Events)
+	var got []string
+	for e := range recorder.Events {
+		got = append(got, e)
+	}
+	want := []string{"Warning " + disruption.ReasonWaitingForBudget, "Normal " + disruption.ReasonDisruptionGranted}
+	if len(got) != len(want) || !strings.HasPrefix(got[0], want[0]) || !strings.HasPrefix(got[1], want[1]) {
+		t.Errorf("Events %q, want the reasons %q", got, want)
 	}
 }
 
@@ -180,5 +194,75 @@ func TestWithdrawTouchesOnlyItsKind(t *testing.T) {
 	}
 	if got := grantNames(getBudget(t, ns, "prod")); len(got) != 0 {
 		t.Errorf("grants %v after the rollout's was withdrawn, want none", got)
+	}
+}
+
+// countPatches counts the status patches of budgets through it.
+type countPatches struct {
+	client.Client
+	n *atomic.Int32
+}
+
+type countStatus struct {
+	client.SubResourceWriter
+	n *atomic.Int32
+}
+
+func (c countPatches) Status() client.SubResourceWriter { return countStatus{c.Client.Status(), c.n} }
+
+func (s countStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	if _, ok := obj.(*v1alpha1.MachineDisruptionBudget); ok {
+		s.n.Add(1)
+	}
+	return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+}
+
+// TestRequestAllWritesEachBudgetOnce: a set's victims asked at once take
+// the budget's disruptions left in order, each kind recorded, in one
+// status patch of the budget; the first held back is the last answered
+// and the only one marked waiting.
+func TestRequestAllWritesEachBudgetOnce(t *testing.T) {
+	ns := namespace(t)
+	budgetOf(t, ns, "prod", "a", 4, 3)
+	asks := []disruption.Ask{{Machine: machine(t, ns, "down", "a", false), Kind: v1alpha1.DisruptionRollout}}
+	for i := range 5 {
+		kind := v1alpha1.DisruptionRollout
+		if i == 1 {
+			kind = v1alpha1.DisruptionPreservationEnd
+		}
+		asks = append(asks, disruption.Ask{Machine: machine(t, ns, fmt.Sprintf("m%d", i), "a", true), Kind: kind})
+	}
+	var patches atomic.Int32
+	g := &disruption.Gate{Client: countPatches{env.Client, &patches}}
+	ds, err := g.RequestAll(ctx, asks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, d := range ds {
+		got = append(got, fmt.Sprintf("%s:%v", asks[i].Machine.Name, d.Allowed))
+	}
+	if want := "[down:true m0:true m1:true m2:true m3:false]"; fmt.Sprint(got) != want {
+		t.Fatalf("decisions %v, want %s", got, want)
+	}
+	if !ds[0].AsUnavailable || ds[1].AsUnavailable {
+		t.Errorf("AsUnavailable: down %v, m0 %v; want true, false", ds[0].AsUnavailable, ds[1].AsUnavailable)
+	}
+	b := getBudget(t, ns, "prod")
+	var grants []string
+	for _, d := range b.Status.DisruptedMachines {
+		grants = append(grants, d.Name+":"+string(d.Kind))
+	}
+	if want := "[m0:Rollout m1:PreservationEnd m2:Rollout]"; fmt.Sprint(grants) != want || b.Status.DisruptionsAllowed != 0 {
+		t.Errorf("budget grants %v, allowed %d; want %s, 0", grants, b.Status.DisruptionsAllowed, want)
+	}
+	if n := patches.Load(); n != 1 {
+		t.Errorf("%d status patches of the budget, want 1", n)
+	}
+	for _, a := range asks[1:] {
+		c := meta.FindStatusCondition(getMachine(t, a.Machine).Status.Conditions, v1alpha1.DisruptionAllowedCondition)
+		if waiting := c != nil; waiting != (a.Machine.Name == "m3") {
+			t.Errorf("%s: condition %+v; only m3 should be marked waiting", a.Machine.Name, c)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package disruption_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,5 +148,61 @@ func TestNoBudgetNoGate(t *testing.T) {
 	var g *disruption.Gate
 	if d, err := g.Request(ctx, m, v1alpha1.DisruptionRollout); err != nil || !d.Allowed {
 		t.Fatalf("nil gate: %+v, %v; want Allowed", d, err)
+	}
+}
+
+// grantMeanwhile answers Conflict to the status patch of budget "pool",
+// after another controller's grant of Machine "late" on budget "cluster".
+type grantMeanwhile struct{ client.Client }
+
+type grantMeanwhileStatus struct {
+	client.SubResourceWriter
+	c client.Client
+}
+
+func (c grantMeanwhile) Status() client.SubResourceWriter {
+	return grantMeanwhileStatus{c.Client.Status(), c.Client}
+}
+
+func (s grantMeanwhileStatus) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	if obj.GetName() != "pool" {
+		return s.SubResourceWriter.Patch(ctx, obj, p, opts...)
+	}
+	other := &disruption.Gate{Client: s.c}
+	late := &v1alpha1.Machine{}
+	if err := s.c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: "late"}, late); err != nil {
+		return err
+	}
+	if d, err := other.Request(ctx, late, v1alpha1.DisruptionScaleDown); err != nil || !d.Allowed {
+		return fmt.Errorf("the other controller's grant: %+v, %w", d, err)
+	}
+	return apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "machinedisruptionbudgets"}, obj.GetName(), nil)
+}
+
+// TestReleaseKeepsAnotherControllersGrant: two Machines asked at once,
+// granted by budget "cluster" and refused by a Conflict on "pool", are
+// released from "cluster"; the grant another controller made there in
+// between stays.
+func TestReleaseKeepsAnotherControllersGrant(t *testing.T) {
+	ns, m := twoBudgets(t, 2, 3)
+	m2 := machine(t, ns, "m2", "a", true)
+	late := machine(t, ns, "late", "b", true) // selected by "cluster" only
+	for _, x := range []*v1alpha1.Machine{m2, late} {
+		x.Labels["cluster"] = "prod"
+		if err := env.Client.Update(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &disruption.Gate{Client: grantMeanwhile{env.Client}}
+	ds, err := g.RequestAll(ctx, []disruption.Ask{{Machine: m, Kind: v1alpha1.DisruptionRollout}, {Machine: m2, Kind: v1alpha1.DisruptionRollout}})
+	if !apierrors.IsConflict(err) || ds != nil {
+		t.Fatalf("%+v, %v; want a Conflict and no decision", ds, err)
+	}
+	b := getBudget(t, ns, "cluster")
+	if got := grantNames(b); !slices.Equal(got, []string{"late"}) || b.Status.DisruptionsAllowed != 2 {
+		t.Errorf("budget cluster grants %v, allowed %d; want [late], 2", got, b.Status.DisruptionsAllowed)
+	}
+	if got := grantNames(getBudget(t, ns, "pool")); len(got) != 0 {
+		t.Errorf("budget pool grants %v, want none", got)
 	}
 }

@@ -48,6 +48,8 @@ type env struct {
 	burst      int
 	// managerArgs are extra manager flags (-manager-args).
 	managerArgs []string
+	// guards: the fleet has a health check and a disruption budget (-guards).
+	guards bool
 	// simAdmin is the sim's admin API address (the spread scenario
 	// makes a zone run out of capacity there).
 	simAdmin string

@@ -62,6 +62,7 @@ func main() {
 	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
 	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
 	bin := flag.String("bin", "", "directory of every binary the run starts (kube-apiserver and the rest, millwright-sim, millwright-manager; default: the repository's bin/), e.g. to compare two builds of the manager")
+	withGuards := flag.Bool("guards", false, "give the fleet a MachineHealthCheck and a MachineDisruptionBudget (neither acts; their controllers' work is in the figures), as a production fleet has them")
 	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
@@ -92,7 +93,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, bin: *bin})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, bin: *bin, guards: *withGuards})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -139,6 +140,8 @@ type config struct {
 	timeline string
 	// bin is the directory of the binaries; empty: the repository's bin/.
 	bin string
+	// guards gives the fleet a health check and a disruption budget.
+	guards bool
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -166,7 +169,7 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	}
 	e, err := startCluster(ctx, root, bin, dir, hb, cfg.qps, cfg.burst)
 	if e != nil {
-		e.managerArgs = cfg.managerArgs
+		e.managerArgs, e.guards = cfg.managerArgs, cfg.guards
 	}
 	defer e.stop(cfg.keep)
 	if err != nil {
@@ -222,6 +225,12 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	}
 	if err := e.createClasses(ctx); err != nil {
 		return results, err
+	}
+	if cfg.guards {
+		logf("creating the fleet's MachineHealthCheck and MachineDisruptionBudget (maxUnavailable %d%%)", budgetPercent)
+		if err := e.createGuards(ctx); err != nil {
+			return results, err
+		}
 	}
 	fleetUp := false
 	ensureFleet := func() error { // for a run that skips scale-up but needs a fleet

@@ -57,6 +57,9 @@ type result struct {
 	Burst int     `json:"burst,omitempty"`
 	// ManagerArgs are the extra manager flags of this run (-manager-args).
 	ManagerArgs []string `json:"manager_args,omitempty"`
+	// Guards is set when the fleet had a health check and a disruption
+	// budget (-guards).
+	Guards bool `json:"guards,omitempty"`
 
 	// ReplacementPolicy is the deployment's policy during the scenario,
 	// FleetLimit the most Machines it allows (replicas + maxSurge, counted
@@ -108,6 +111,9 @@ func writeTable(w io.Writer, results []*result) error {
 		policy := r.ReplacementPolicy
 		if policy == "" {
 			policy = "-"
+		}
+		if r.Guards {
+			policy += " +guards"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, policy, r.Machines, r.Seconds,
 			opt(r.FloorSeconds), opt(r.RatioToFloor), opt(r.IdealSeconds), opt(r.RatioToIdeal),

@@ -60,6 +60,7 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		Writes:            map[string]float64{},
 		QPS:               m.e.qps, Burst: m.e.burst,
 		ManagerArgs:       m.e.managerArgs,
+		Guards:            m.e.guards,
 		ReplacementPolicy: bound.policyName(),
 		FleetLimit:        bound.limit(),
 		LargestFleet:      &peak,

@@ -60,32 +60,34 @@ func (r *Reconciler) deleteVictims(ctx context.Context, s *scope, want []*v1alph
 	return res, nil
 }
 
-// askBudgets asks the budgets for want, in order, appending each victim
-// granted to granted, until one is held back (the set then says it waits)
-// or a budget changed in between (asked again soon).
+// askBudgets asks the budgets for want, in order and at once
+// (Gate.RequestAll: one write per budget), appending each victim granted
+// to granted, up to the first one held back (the set then says it waits).
+// A budget changed in between grants none: they are asked again soon.
+// The decisions may come with an error (marking the one held back
+// failed): the grants are written, and the victims granted are deleted.
 func (r *Reconciler) askBudgets(ctx context.Context, s *scope, want []*v1alpha1.Machine, granted *[]*v1alpha1.Machine) (reconcile.Result, error) {
+	markVictims(s, want)
 	rollout := r.oldRevision(ctx, s.ms)
+	asks := make([]disruption.Ask, len(want))
 	for i, m := range want {
-		s.victims[m.Name] = true
-		kind := disruptionKind(m, rollout)
-		d, err := r.Gate.Request(ctx, m, kind)
-		if apierrors.IsConflict(err) {
-			s.log.V(1).Info("a budget changed while asking it; asking again", "machine", m.Name)
-			markVictims(s, want[i+1:])
-			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
-		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
+		asks[i] = disruption.Ask{Machine: m, Kind: disruptionKind(m, rollout)}
+	}
+	ds, err := r.Gate.RequestAll(ctx, asks)
+	if ds == nil && apierrors.IsConflict(err) {
+		s.log.V(1).Info("a budget changed while asking it; asking again", "machines", len(want))
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
+	}
+	for i, d := range ds {
+		m := want[i]
 		if !d.Allowed {
-			markVictims(s, want[i+1:])
 			s.waiting = fmt.Sprintf("%d Machine(s) to delete wait, first %s: %s", len(want)-i, m.Name, d.Message)
-			return reconcile.Result{}, nil
+			break
 		}
 		*granted = append(*granted, m)
 		s.pinned[m.Name] = d.AsUnavailable
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, err
 }
 
 func markVictims(s *scope, ms []*v1alpha1.Machine) {
