@@ -14,7 +14,14 @@ const FullPassEvery = 5 * time.Minute
 // fullAt is due to be made again at now: FullPassEvery passed, or the
 // clock went back past fullAt.
 func FullPassDue(fullAt, now time.Time) bool {
-	return now.Sub(fullAt) >= FullPassEvery || now.Before(fullAt)
+	return DueEvery(fullAt, now, FullPassEvery)
+}
+
+// DueEvery reports whether something done at last and redone every
+// period is due at now: the period passed, or the clock went back past
+// last (so a clock set back never postpones it).
+func DueEvery(last, now time.Time, period time.Duration) bool {
+	return now.Sub(last) >= period || now.Before(last)
 }
 
 // FullPassIn is how long after now the full pass following the one at

@@ -76,6 +76,10 @@ type Reconciler struct {
 	// ledgers keeps each set's ledger between its reconciles, and the
 	// names of its Machines whose events arrived since (collect).
 	ledgers changed.Store[*ledger]
+	// zoneCounts are every set's Machines by zone, kept from the Machine
+	// events (SetupWithManager); nil counts the siblings' Machines at
+	// each placement.
+	zoneCounts *zoneCounts
 }
 
 // Reconcile brings one MachineSet's Machines in line with its spec.

@@ -43,8 +43,9 @@ type zoneView struct {
 }
 
 // zones reads the deployment-wide picture, nil when the set has no
-// placement. The other sets' Machines come from the cache through the
-// owner index: no API read, and only the deployment's Machines.
+// placement. The other sets' Machines are counted from the Machine
+// events (zoneCounts); a reconciler without that watch (a test calling
+// Reconcile alone) reads them from the cache through the owner index.
 func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneView, error) {
 	fd := ms.Spec.FailureDomains
 	if fd == nil || len(fd.Zones) == 0 {
@@ -67,18 +68,23 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 		}
 	}
 	for _, o := range sets {
+		into := []map[string]int32{z.others}
+		if o == newest {
+			z.newest = map[string]int32{}
+			into = append(into, z.newest)
+		}
+		if r.zoneCounts != nil {
+			r.zoneCounts.addTo(o.UID, into...)
+			continue
+		}
 		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ms.Namespace, o.UID)
 		if err != nil {
 			return nil, err
 		}
-		if o == newest {
-			z.newest = map[string]int32{}
-		}
 		for _, m := range machines {
 			if counted(m) {
-				z.others[m.Spec.FailureDomain]++
-				if o == newest {
-					z.newest[m.Spec.FailureDomain]++
+				for _, counts := range into {
+					counts[m.Spec.FailureDomain]++
 				}
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 	"github.com/millwright-dev/millwright/internal/patch"
@@ -139,7 +140,7 @@ func (o *overshoot) count(ctx context.Context, kind string, key types.Namespaced
 	o.fullMu.Lock()
 	last, ok := o.fullAt[owner]
 	o.fullMu.Unlock()
-	if ok && o.counts.synced.Load() && now.Sub(last) < o.cfg.OvershootingPeriod && now.Sub(last) >= 0 {
+	if ok && o.counts.synced.Load() && !changed.DueEvery(last, now, o.cfg.OvershootingPeriod) {
 		for _, ms := range sets {
 			o.counts.add(ms.UID, &n)
 		}
