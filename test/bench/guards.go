@@ -20,14 +20,15 @@ const guardName = "bench"
 
 // budgetPercent is the guard budget's maxUnavailable: twice the rollout's
 // maxSurge, so the budget is asked for every rollout deletion (a grant,
-// written to its status) without being what paces the rollout.
+// written to its status) and holds one back only when a wave's deletions
+// and its new Machines not yet Ready reach it together.
 const budgetPercent = 2 * maxSurgePercent
 
 // guards are a MachineHealthCheck and a MachineDisruptionBudget over the
 // fleet, as a production fleet has them: with -guards, each scenario's
-// figures include their controllers' work at every Machine event. Neither
-// acts in a run: the health check's Node conditions wait 5 minutes and
-// kwok keeps its Nodes Ready; the budget grants every deletion.
+// figures include their controllers' work at every Machine event. The
+// health check never remediates in a run: its Node conditions wait 5
+// minutes and kwok keeps its Nodes Ready.
 func guards() []client.Object {
 	pool := v1alpha1.LabelSelector{MatchLabels: map[string]string{poolLabel: deploymentName}}
 	timeout := metav1.Duration{Duration: 5 * time.Minute}

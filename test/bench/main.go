@@ -62,7 +62,7 @@ func main() {
 	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
 	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
 	bin := flag.String("bin", "", "directory of every binary the run starts (kube-apiserver and the rest, millwright-sim, millwright-manager; default: the repository's bin/), e.g. to compare two builds of the manager")
-	withGuards := flag.Bool("guards", false, "give the fleet a MachineHealthCheck and a MachineDisruptionBudget (neither acts; their controllers' work is in the figures), as a production fleet has them")
+	withGuards := flag.Bool("guards", false, "give the fleet a MachineHealthCheck and a MachineDisruptionBudget (the check never remediates, the budget grants the deletions; their controllers' work is in the figures), as a production fleet has them")
 	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
