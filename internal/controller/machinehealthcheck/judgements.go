@@ -26,7 +26,10 @@ import (
 // again only the Machines whose events (their own or their Node's)
 // arrived since, those whose verdict may have changed by time, and the
 // few it acts on; a fleet that passes costs nothing per Machine at an
-// event (docs/benchmarks.md, issue 35 item 3).
+// event (docs/benchmarks.md, issue 35 item 3). It keeps verdicts, never
+// a Machine or a Node: a reconcile acts only on targets it judged itself
+// (judge's acting), so kept objects would only hold memory, the cache's
+// objects twice or, once remediate has copied them, deep copies.
 type judged struct {
 	// context is what every verdict depends on besides its Machine, its
 	// Node and the clock (judgedContext); all are judged again when it
@@ -34,7 +37,8 @@ type judged struct {
 	context string
 	// fullAt is when every selected Machine was last judged.
 	fullAt time.Time
-	// targets are the selected Machines, by name, with their verdicts.
+	// targets are the selected Machines, by name, with their verdicts
+	// (no machine nor node).
 	targets map[string]*target
 	// expected counts the targets no other health check selects.
 	expected int
@@ -63,12 +67,14 @@ func judgedContext(mhc *v1alpha1.MachineHealthCheck, checks []v1alpha1.MachineHe
 // judged when j is nil, its context changed or a full pass is due
 // (changed.FullPassEvery: a lost event delays a verdict by at most that);
 // else only those named (changed since), the active ones, those granted
-// a remediation and those due. It returns what the reconcile keeps.
+// a remediation and those due. It returns what the reconcile keeps and
+// the targets it acts on, by name: every active one, judged now, with its
+// Machine and Node.
 func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, j *judged, names map[string]bool,
-	grants map[string]bool, now time.Time) (*judged, error) {
+	grants map[string]bool, now time.Time) (*judged, []*target, error) {
 	checks := &v1alpha1.MachineHealthCheckList{}
 	if err := r.Client.List(ctx, checks, client.InNamespace(mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g := &judgment{r: r, mhc: mhc, grants: grants, now: now, selecting: machinefacts.NewHealthCheckSelectors(checks.Items)}
 	g.own, g.selects = machinefacts.HealthCheckSelector(mhc)
@@ -89,24 +95,25 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 			redo[name] = true
 		}
 	}
+	var acting []*target
 	for _, name := range slices.Sorted(maps.Keys(redo)) {
 		m := &v1alpha1.Machine{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: name}, m); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return nil, err
+				return nil, nil, err
 			}
 			m = nil
 		}
 		t, err := g.one(ctx, m)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		j.set(name, t, g.quiet(t), now)
+		acting = j.set(name, t, g.quiet(t), now, acting)
 	}
 	if checkJudgements.Load() {
 		g.recheck(ctx, j)
 	}
-	return j, nil
+	return j, acting, nil
 }
 
 // judgment is one reconcile's judging: the check, its selector and
@@ -121,24 +128,27 @@ type judgment struct {
 	now       time.Time
 }
 
-// all judges every Machine of the namespace. The Machines are not deep
-// copies (docs/architecture.md, "Reading objects"): their labels,
-// annotations and status share the cache's memory, to be read only;
-// remediate copies the ones it writes.
-func (g *judgment) all(ctx context.Context, context string) (*judged, error) {
+// all judges every Machine of the namespace, and returns the active
+// targets by name. The Machines are not deep copies
+// (docs/architecture.md, "Reading objects"): their labels, annotations
+// and status share the cache's memory, to be read only; remediate copies
+// the ones it writes.
+func (g *judgment) all(ctx context.Context, context string) (*judged, []*target, error) {
 	machines := &v1alpha1.MachineList{}
 	if err := g.r.Client.List(ctx, machines, client.InNamespace(g.mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	j := &judged{context: context, fullAt: g.now, targets: map[string]*target{}, due: map[string]time.Time{}, active: map[string]bool{}}
+	var acting []*target
 	for i := range machines.Items {
 		t, err := g.one(ctx, &machines.Items[i])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		j.set(machines.Items[i].Name, t, g.quiet(t), g.now)
+		acting = j.set(machines.Items[i].Name, t, g.quiet(t), g.now, acting)
 	}
-	return j, nil
+	slices.SortFunc(acting, func(a, b *target) int { return strings.Compare(a.machine.Name, b.machine.Name) })
+	return j, acting, nil
 }
 
 // one judges m (nil: gone); nil when the check does not judge it: not
@@ -183,8 +193,9 @@ func (g *judgment) quiet(t *target) bool {
 		!g.grants[t.machine.Name] && !disruption.WaitsFor(t.machine, v1alpha1.DisruptionRemediation))
 }
 
-// set records t (nil: not judged) as name's judgement at now.
-func (j *judged) set(name string, t *target, quiet bool, now time.Time) {
+// set records t (nil: not judged) as name's judgement at now, and
+// returns acting with t appended when it is active.
+func (j *judged) set(name string, t *target, quiet bool, now time.Time, acting []*target) []*target {
 	if old := j.targets[name]; old != nil && len(old.conflict) == 0 {
 		j.expected--
 	}
@@ -192,37 +203,20 @@ func (j *judged) set(name string, t *target, quiet bool, now time.Time) {
 	delete(j.due, name)
 	delete(j.active, name)
 	if t == nil {
-		return
+		return acting
 	}
-	if quiet {
-		// A quiet target keeps no object: a reconcile reads it again
-		// before it acts on it, and the Machines and Nodes of a fleet
-		// would otherwise be held twice, the cache's and these.
-		t = &target{verdict: t.verdict, versions: t.versions}
-	} else {
-		m := *t.machine // shallow: a List's item would keep its whole list
-		t.machine = &m
-	}
-	j.targets[name] = t
+	j.targets[name] = &target{verdict: t.verdict, conflict: t.conflict, versions: t.versions}
 	if len(t.conflict) == 0 {
 		j.expected++
 		if t.verdict.healthy && t.verdict.recheckIn > 0 {
 			j.due[name] = now.Add(t.verdict.recheckIn)
 		}
 	}
-	if !quiet {
-		j.active[name] = true
+	if quiet {
+		return acting
 	}
-}
-
-// acting are the active targets, by name: those remediate records,
-// remediates or withdraws.
-func (j *judged) acting() []*target {
-	out := make([]*target, 0, len(j.active))
-	for _, name := range slices.Sorted(maps.Keys(j.active)) {
-		out = append(out, j.targets[name])
-	}
-	return out
+	j.active[name] = true
+	return append(acting, t)
 }
 
 // recheckIn is when the next reconcile is due without an event: the
@@ -262,7 +256,7 @@ var (
 // activity that a judgement now would not give, a target kept that would
 // not be judged, or a due time passed.
 func (g *judgment) recheck(ctx context.Context, j *judged) {
-	fresh, err := g.all(ctx, j.context)
+	fresh, _, err := g.all(ctx, j.context)
 	if err != nil {
 		return
 	}

@@ -88,11 +88,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	j, names := r.judgements.Take(req.NamespacedName)
-	if j, err = r.judge(ctx, mhc, j, names, grants, now); err != nil {
+	j, acting, err := r.judge(ctx, mhc, j, names, grants, now)
+	if err != nil {
 		return reconcile.Result{}, err // nothing kept: the next reconcile judges every Machine
 	}
 	r.judgements.Keep(req.NamespacedName, j)
-	res, err := r.remediate(ctx, mhc, j, grants, now)
+	res, err := r.remediate(ctx, mhc, j, acting, now)
 	if perr := writer.PatchStatus(ctx, mhc); perr != nil && err == nil {
 		err = client.IgnoreNotFound(perr)
 	}
@@ -102,11 +103,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return requeue.Result(res, err)
 }
 
-// remediate records each Machine's verdict, computes the budget and starts
-// the remediations it allows; it fills mhc's status.
-func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, j *judged, grants map[string]bool,
+// remediate records the verdict of each target it acts on (judge's
+// acting), computes the budget and starts the remediations it allows; it
+// fills mhc's status.
+func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthCheck, j *judged, targets []*target,
 	now time.Time) (reconcile.Result, error) {
-	targets := j.acting()
 	var unhealthy []*target
 	var conflicts []string
 	for _, t := range targets {
