@@ -26,7 +26,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 	if err := ownerindex.Register(ctx, mgr, &v1alpha1.Machine{}); err != nil {
 		return err
 	}
-	r.zoneCounts = &zoneCounts{}
+	r.zoneCounts = newZoneCounts()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("machineset").
 		For(&v1alpha1.MachineSet{}).
@@ -34,7 +34,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, con
 		// wakes them (collect).
 		Watches(&v1alpha1.Machine{}, changed.Handler(&r.ledgers, r.machineToSets, changed.Name)).
 		// The siblings' Machines by zone, for placement (zonecounts.go).
-		Watches(&v1alpha1.Machine{}, r.zoneCounts.counting()).
+		Watches(&v1alpha1.Machine{}, r.zoneCounts.Handler(nil)).
 		// A budget's recount may free the deletion a scale-down waits for.
 		Watches(&v1alpha1.MachineDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.budgetToSets),
 			builder.WithPredicates(disruption.AllowedChanged())).

@@ -73,8 +73,17 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 			z.newest = map[string]int32{}
 			into = append(into, z.newest)
 		}
+		add := func(zone string, n int32) {
+			for _, counts := range into {
+				counts[zone] += n
+			}
+		}
 		if r.zoneCounts != nil {
-			r.zoneCounts.addTo(o.UID, into...)
+			r.zoneCounts.Read(o.UID, func(zones map[string]int32) {
+				for zone, n := range zones {
+					add(zone, n)
+				}
+			})
 			continue
 		}
 		machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, r.Views, r.Client, &v1alpha1.MachineList{}, ms.Namespace, o.UID)
@@ -83,9 +92,7 @@ func (r *Reconciler) zones(ctx context.Context, ms *v1alpha1.MachineSet) (*zoneV
 		}
 		for _, m := range machines {
 			if counted(m) {
-				for _, counts := range into {
-					counts[m.Spec.FailureDomain]++
-				}
+				add(m.Spec.FailureDomain, 1)
 			}
 		}
 	}

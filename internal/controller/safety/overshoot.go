@@ -168,14 +168,14 @@ func (o *overshoot) forget(kind string, key types.NamespacedName) {
 }
 
 // countMachines adds to n the Machines ms controls that the check counts
-// (countedIn), reading every one.
+// (counts), reading every one.
 func (o *overshoot) countMachines(ctx context.Context, ms *v1alpha1.MachineSet, n *groupCount) error {
 	machines, err := ownerindex.Controlled[*v1alpha1.Machine](ctx, o.views, o.client, &v1alpha1.MachineList{}, ms.Namespace, ms.UID)
 	if err != nil {
 		return err
 	}
 	for _, m := range machines {
-		if uid, ok := countedIn(m); ok && uid == ms.UID {
+		if counts(m) {
 			n.machines++
 			if t := m.CreationTimestamp.Time; t.After(n.newest) {
 				n.newest = t

@@ -31,7 +31,15 @@ func (o *overshoot) setup(ctx context.Context, mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("safety-overshoot-machineset").
 		For(&v1alpha1.MachineSet{}, changed).
-		Watches(&v1alpha1.Machine{}, o.counting()).
+		// The Machine watch keeps the counts (machineCounts) from every
+		// event, then enqueues, overshootCoalesce later, the set of a
+		// Machine created or deleted. An update (a Machine turning being
+		// deleted or preserved) is counted but wakes nothing: the check
+		// judges it at its next wake. The deployment's check, woken by
+		// its own watch, reads the same counts (an event's counting may
+		// land a moment after that wake: the next event, or the periodic
+		// count of every Machine, counts it).
+		Watches(&v1alpha1.Machine{}, o.counts.sets.Handler(createdOrDeleted(controllerSetName))).
 		Complete(reconcile.Func(o.reconcileSet))
 	if err != nil {
 		return err
@@ -67,36 +75,6 @@ func createdOrDeleted(name func(client.Object) string) handler.TypedEventHandler
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(e.Object, q)
-		},
-	}
-}
-
-// counting is the MachineSet check's Machine watch: it keeps the counts
-// (machineCounts) from every event, and enqueues, overshootCoalesce
-// later, the set of a Machine created or deleted, as createdOrDeleted
-// does. An update (a Machine turning being deleted or preserved) is
-// counted but wakes nothing: the check judges it at its next wake, as
-// it did when it counted every Machine then. The deployment's check,
-// woken by its own watch, reads the same counts (an event's counting
-// may land a moment after that wake: the next event, or the periodic
-// count of every Machine, counts it).
-func (o *overshoot) counting() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	wake := createdOrDeleted(controllerSetName)
-	machine := func(obj client.Object) *v1alpha1.Machine {
-		m, _ := obj.(*v1alpha1.Machine)
-		return m
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			o.counts.apply(nil, machine(e.Object))
-			wake.Create(ctx, e, q)
-		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			o.counts.apply(machine(e.ObjectOld), machine(e.ObjectNew))
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			o.counts.apply(machine(e.Object), nil)
-			wake.Delete(ctx, e, q)
 		},
 	}
 }

@@ -15,12 +15,12 @@ import (
 // TestMachineCountsFollowTheEvents applies drawn creates, updates and
 // deletes to machineCounts, the clock moving on, and after each compares
 // every set's kept count with the count of every Machine as it is then
-// (countMachines' rule): the Machines counted and the newest creation
+// (countMachines' rule: counts): the Machines counted and the newest creation
 // within the period.
 func TestMachineCountsFollowTheEvents(t *testing.T) {
 	rng := rand.New(rand.NewSource(35))
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	c := &machineCounts{period: time.Minute, now: func() time.Time { return now }}
+	c := newMachineCounts(time.Minute, func() time.Time { return now })
 	draw := func(name string) *v1alpha1.Machine {
 		m := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
 			CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(rng.Intn(90)) * time.Second))}}
@@ -43,22 +43,22 @@ func TestMachineCountsFollowTheEvents(t *testing.T) {
 		old := machines[name]
 		switch {
 		case old != nil && rng.Intn(4) == 0:
-			c.apply(old, nil)
+			c.sets.Apply(old, nil)
 			delete(machines, name)
 		case old != nil:
 			m := draw(name)
 			m.CreationTimestamp = old.CreationTimestamp // fixed at creation
-			c.apply(old, m)
+			c.sets.Apply(old, m)
 			machines[name] = m
 		default:
 			m := draw(name)
-			c.apply(nil, m)
+			c.sets.Apply(nil, m)
 			machines[name] = m
 		}
 		for _, set := range []types.UID{"a", "b"} {
 			var want, got groupCount
 			for _, m := range machines {
-				if uid, ok := countedIn(m); ok && uid == set {
+				if ref := metav1.GetControllerOfNoCopy(m); ref != nil && ref.UID == set && counts(m) {
 					want.machines++
 					if created := m.CreationTimestamp.Time; now.Sub(created) < c.period && created.After(want.newest) {
 						want.newest = created

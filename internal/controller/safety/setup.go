@@ -67,7 +67,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		return err
 	}
 	over := &overshoot{client: mgr.GetClient(), views: c.Views, recorder: rec, cfg: c.Config,
-		counts: &machineCounts{period: c.Config.OvershootingPeriod, now: time.Now}}
+		counts: newMachineCounts(c.Config.OvershootingPeriod, time.Now)}
 	if err := over.setup(ctx, mgr); err != nil {
 		return err
 	}
