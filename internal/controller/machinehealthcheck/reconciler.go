@@ -132,8 +132,11 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 	var started []string
 	reasons := map[string]string{}
 	for _, t := range targets {
-		m := t.machine.DeepCopy() // the cache's: never written
-		t.machine = m
+		// t.machine is the cache's, never written. The copy written (and
+		// the API server's answer decoded into it) is dropped once acted
+		// on: a reconcile acting on a wave's new Machines holds one copy
+		// at a time, not one per Machine until it ends.
+		m := t.machine.DeepCopy()
 		switch {
 		case len(t.conflict) > 0:
 			err = r.setMachineConditions(ctx, m, conflictVerdict(mhc.Name, t.conflict), false, now)
