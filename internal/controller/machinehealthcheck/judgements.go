@@ -97,8 +97,11 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 	}
 	var acting []*target
 	for _, name := range slices.Sorted(maps.Keys(redo)) {
+		// Not a deep copy, as all's: a reconcile that acts on a wave's
+		// new Machines holds each until it ends (remediate copies the
+		// ones it writes).
 		m := &v1alpha1.Machine{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: name}, m); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: name}, m, client.UnsafeDisableDeepCopy); err != nil {
 			if !apierrors.IsNotFound(err) {
 				return nil, nil, err
 			}
@@ -172,16 +175,19 @@ func (g *judgment) one(ctx context.Context, m *v1alpha1.Machine) (*target, error
 			t.conflict = append(t.conflict, name)
 		}
 	}
+	// The Node is read for the verdict only, without a copy, and not
+	// kept on the target: nothing after the judging reads it.
+	var node *corev1.Node
 	if m.Status.NodeRef != nil {
-		node := &corev1.Node{}
-		if err := g.r.Target.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, node); err == nil {
-			t.node = node
+		read := &corev1.Node{}
+		if err := g.r.Target.Get(ctx, client.ObjectKey{Name: m.Status.NodeRef.Name}, read, client.UnsafeDisableDeepCopy); err == nil {
+			node = read
 		} else if !apierrors.IsNotFound(err) {
 			return nil, err
 		}
 	}
-	t.verdict = judge(&g.mhc.Spec.Checks, m, t.node, g.now)
-	t.versions = versionsOf(m, t.node)
+	t.verdict = judge(&g.mhc.Spec.Checks, m, node, g.now)
+	t.versions = versionsOf(m, node)
 	return t, nil
 }
 

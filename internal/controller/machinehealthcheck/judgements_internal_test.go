@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -15,7 +14,7 @@ import (
 // change and go: the expected count (no conflict), the due times (passing
 // with a timeout running), the active names, the next reconcile (the
 // soonest due time, or the next pass over every Machine), the targets to
-// act on, and that no kept target holds an object.
+// act on, and that no kept target holds its Machine.
 func TestJudgedSums(t *testing.T) {
 	now := time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC)
 	j := &judged{fullAt: now, targets: map[string]*target{}, due: map[string]time.Time{}, active: map[string]bool{}}
@@ -25,17 +24,17 @@ func TestJudgedSums(t *testing.T) {
 	var acting []*target
 	acting = j.set("a", &target{machine: m("a"), verdict: verdict{healthy: true}}, true, now, acting)
 	acting = j.set("b", &target{machine: m("b"), verdict: verdict{healthy: true, recheckIn: time.Minute}}, true, now, acting)
-	acting = j.set("c", &target{machine: m("c"), node: &corev1.Node{}, verdict: verdict{reason: ReasonUnhealthyNode}}, false, now, acting)
+	acting = j.set("c", &target{machine: m("c"), verdict: verdict{reason: ReasonUnhealthyNode}}, false, now, acting)
 	acting = j.set("d", &target{machine: m("d"), verdict: verdict{healthy: true, recheckIn: time.Second}, conflict: []string{"other"}}, false, now, acting)
 	if j.expected != 3 || len(j.due) != 1 || !j.active["c"] || !j.active["d"] || len(j.active) != 2 {
 		t.Fatalf("expected %d, due %v, active %v; want 3, b's, c and d", j.expected, j.due, j.active)
 	}
-	if len(acting) != 2 || acting[0].machine.Name != "c" || acting[0].node == nil || acting[1].machine.Name != "d" {
-		t.Errorf("acting %v, want c with its Node, then d", acting)
+	if len(acting) != 2 || acting[0].machine.Name != "c" || acting[1].machine.Name != "d" {
+		t.Errorf("acting %v, want c, then d, with their Machines", acting)
 	}
 	for name, k := range j.targets {
-		if k.machine != nil || k.node != nil {
-			t.Errorf("kept target %s holds its Machine or Node", name)
+		if k.machine != nil {
+			t.Errorf("kept target %s holds its Machine", name)
 		}
 	}
 	if got := j.targets["d"].conflict; len(got) != 1 {

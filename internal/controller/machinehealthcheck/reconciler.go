@@ -54,8 +54,7 @@ type Reconciler struct {
 
 // target is one selected Machine and what the reconcile decided for it.
 type target struct {
-	machine  *v1alpha1.Machine
-	node     *corev1.Node
+	machine  *v1alpha1.Machine // the cache's, to read only (not kept by judged)
 	verdict  verdict
 	conflict []string // other health checks selecting it
 	// versions are the Machine's and the Node's resourceVersions judged.
