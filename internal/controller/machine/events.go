@@ -126,17 +126,17 @@ func (r *Reconciler) machineOf(ctx context.Context, ev driver.VMEvent) (*v1alpha
 	if ev.ProviderID == "" {
 		return nil, nil
 	}
-	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.MatchingFields{ownerindex.ProviderIDIndex: ev.ProviderID}); err != nil {
+	machines, err := ownerindex.MachinesWithProviderID(ctx, r.Client, ev.ProviderID)
+	if err != nil {
 		return nil, err
 	}
-	i := slices.IndexFunc(machines.Items, func(m v1alpha1.Machine) bool {
+	i := slices.IndexFunc(machines, func(m v1alpha1.Machine) bool {
 		return ev.MachineUID == "" || string(m.UID) == ev.MachineUID
 	})
 	if i < 0 {
 		return nil, nil
 	}
-	return &machines.Items[i], nil
+	return &machines[i], nil
 }
 
 // recordInterruption sets the Interrupted condition and the deadline on

@@ -22,15 +22,6 @@ import (
 	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
-// IndexNodeProviderID is the index function of ownerindex.ProviderIDIndex
-// on Nodes in the target cache.
-func IndexNodeProviderID(obj client.Object) []string {
-	if id := obj.(*corev1.Node).Spec.ProviderID; id != "" {
-		return []string{id}
-	}
-	return nil
-}
-
 // findNode finds the Machine's Node by name, else by providerID. A Node of
 // that name that belongs to another VM is stale: reported, never adopted.
 func (r *Reconciler) findNode(ctx context.Context, s *scope) (reconcile.Result, error) {
@@ -74,14 +65,11 @@ func (r *Reconciler) nodeOf(ctx context.Context, m *v1alpha1.Machine) (*corev1.N
 	if m.Spec.ProviderID == "" {
 		return nil, nil
 	}
-	nodes := &corev1.NodeList{}
-	if err := r.Target.List(ctx, nodes, client.MatchingFields{ownerindex.ProviderIDIndex: m.Spec.ProviderID}); err != nil {
+	nodes, err := ownerindex.NodesWithProviderID(ctx, r.Target, m.Spec.ProviderID)
+	if err != nil || len(nodes) == 0 {
 		return nil, err
 	}
-	if len(nodes.Items) == 0 {
-		return nil, nil
-	}
-	return &nodes.Items[0], nil
+	return &nodes[0], nil
 }
 
 // staleNode reports whether node, found by the Machine's node name, is in

@@ -28,18 +28,13 @@ import (
 // manager itself.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, target cluster.Cluster, concurrency int) error {
 	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, ownerindex.ProviderIDIndex, func(o client.Object) []string {
-		if id := o.(*v1alpha1.Machine).Spec.ProviderID; id != "" {
-			return []string{id}
-		}
-		return nil
-	}); err != nil {
+	if err := idx.IndexField(ctx, &v1alpha1.Machine{}, ownerindex.ProviderIDIndex, ownerindex.IndexProviderID); err != nil {
 		return err
 	}
 	if err := ownerindex.RegisterClass(ctx, mgr, &v1alpha1.Machine{}); err != nil {
 		return err
 	}
-	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, ownerindex.ProviderIDIndex, IndexNodeProviderID); err != nil {
+	if err := target.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, ownerindex.ProviderIDIndex, ownerindex.IndexProviderID); err != nil {
 		return err
 	}
 	r.creates = newCreates(r.Config.MaxConcurrentCreates)
@@ -120,13 +115,13 @@ func (r *Reconciler) nodeToMachines(ctx context.Context, node *corev1.Node) []re
 	if node.Spec.ProviderID == "" {
 		return nil
 	}
-	machines := &v1alpha1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.MatchingFields{ownerindex.ProviderIDIndex: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
+	machines, err := ownerindex.MachinesWithProviderID(ctx, r.Client, node.Spec.ProviderID, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(machines.Items))
-	for i := range machines.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
+	reqs := make([]reconcile.Request, 0, len(machines))
+	for i := range machines {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines[i])})
 	}
 	return reqs
 }

@@ -28,3 +28,7 @@ func WithoutJudgementCheck() func() {
 	checkJudgements.Store(false)
 	return func() { checkJudgements.Store(true) }
 }
+
+// FirstRecordsPerReconcile is how many first passing records one
+// reconcile writes at most.
+const FirstRecordsPerReconcile = firstRecordsPerReconcile

@@ -130,6 +130,7 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 
 	var started []string
 	reasons := map[string]string{}
+	firsts := 0
 	for _, t := range targets {
 		// t.machine is the cache's, never written. The copy written (and
 		// the API server's answer decoded into it) is dropped once acted
@@ -139,6 +140,14 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 		switch {
 		case len(t.conflict) > 0:
 			err = r.setMachineConditions(ctx, m, conflictVerdict(mhc.Name, t.conflict), false, now)
+		case t.verdict.healthy && firstRecord(m):
+			if firsts == firstRecordsPerReconcile {
+				// Left active: the next reconcile, soon, judges it again.
+				res = requeue.Soonest(res, reconcile.Result{RequeueAfter: firstRecordsAgain})
+				continue
+			}
+			firsts++
+			err = r.recovered(ctx, mhc, m, now)
 		case t.verdict.healthy:
 			err = r.recovered(ctx, mhc, m, now)
 		default:
@@ -190,6 +199,31 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 	}
 	r.fillStatus(mhc, j.expected, unhealthy, reasons, conflicts, b, now)
 	return res, nil
+}
+
+// firstRecordsPerReconcile bounds the first passing records one
+// reconcile writes: a wave of new Machines that pass is recorded a
+// hundred at a time, each reconcile short, instead of in one reconcile
+// that writes for minutes at 5000 Machines while it judges nothing new (a
+// Machine turning unhealthy meanwhile waits for it) and holds every
+// Machine it read (docs/benchmarks.md, "What the health check held").
+// Only first records wait: a recovery withdraws a remediation, which must
+// not wait for a wave.
+const firstRecordsPerReconcile = 100
+
+// firstRecordsAgain is how soon a reconcile that left first records to
+// write runs again: at once, behind what the queue holds.
+const firstRecordsAgain = time.Millisecond
+
+// firstRecord says whether a Machine judged passing has no verdict
+// recorded yet, no remediation asked of its owner and no wait for a
+// budget: recording it writes the first HealthCheckSucceeded of a new
+// Machine. (A grant it might hold only keeps a budget's disruption
+// taken a moment longer.)
+func firstRecord(m *v1alpha1.Machine) bool {
+	return findCondition(m, v1alpha1.HealthCheckSucceededCondition) == nil &&
+		findCondition(m, v1alpha1.OwnerRemediatedCondition) == nil &&
+		!disruption.WaitsFor(m, v1alpha1.DisruptionRemediation)
 }
 
 // remediable says why a Machine must not be remediated, if it must not.

@@ -94,12 +94,11 @@ func (s *staleNodes) owned(ctx context.Context, node *corev1.Node) (owned, ours 
 	if node.Spec.ProviderID == "" {
 		return false, true, nil
 	}
-	machines := &v1alpha1.MachineList{}
-	if err := s.machines.List(ctx, machines, client.MatchingFields{ownerindex.ProviderIDIndex: node.Spec.ProviderID},
-		client.UnsafeDisableDeepCopy); err != nil {
+	machines, err := ownerindex.MachinesWithProviderID(ctx, s.machines, node.Spec.ProviderID, client.UnsafeDisableDeepCopy)
+	if err != nil {
 		return false, true, err
 	}
-	return len(machines.Items) > 0, true, nil
+	return len(machines) > 0, true, nil
 }
 
 // annotate adds (on) or removes the not-managed annotation.

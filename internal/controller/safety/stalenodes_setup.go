@@ -58,11 +58,11 @@ func (s *staleNodes) machineToNodes(ctx context.Context, o client.Object) []reco
 	if m.Spec.ProviderID == "" {
 		return reqs
 	}
-	nodes := &corev1.NodeList{}
-	if err := s.nodes.List(ctx, nodes, client.MatchingFields{ownerindex.ProviderIDIndex: m.Spec.ProviderID}); err != nil {
+	nodes, err := ownerindex.NodesWithProviderID(ctx, s.nodes, m.Spec.ProviderID)
+	if err != nil {
 		return reqs
 	}
-	for _, n := range nodes.Items {
+	for _, n := range nodes {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
 	}
 	return reqs
