@@ -132,6 +132,14 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 	reasons := map[string]string{}
 	firsts := 0
 	for _, t := range targets {
+		if len(t.conflict) == 0 && t.verdict.healthy && firstRecord(t.machine) {
+			if firsts == firstRecordsPerReconcile {
+				// Left active: the next reconcile, soon, judges it again.
+				res = requeue.Soonest(res, reconcile.Result{RequeueAfter: firstRecordsAgain})
+				continue
+			}
+			firsts++
+		}
 		// t.machine is the cache's, never written. The copy written (and
 		// the API server's answer decoded into it) is dropped once acted
 		// on: a reconcile acting on a wave's new Machines holds one copy
@@ -140,14 +148,6 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 		switch {
 		case len(t.conflict) > 0:
 			err = r.setMachineConditions(ctx, m, conflictVerdict(mhc.Name, t.conflict), false, now)
-		case t.verdict.healthy && firstRecord(m):
-			if firsts == firstRecordsPerReconcile {
-				// Left active: the next reconcile, soon, judges it again.
-				res = requeue.Soonest(res, reconcile.Result{RequeueAfter: firstRecordsAgain})
-				continue
-			}
-			firsts++
-			err = r.recovered(ctx, mhc, m, now)
 		case t.verdict.healthy:
 			err = r.recovered(ctx, mhc, m, now)
 		default:
