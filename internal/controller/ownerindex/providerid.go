@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,13 +61,7 @@ func MachinesWithProviderID(ctx context.Context, c client.Reader, id string, opt
 	if err := c.List(ctx, list, append(opts, client.MatchingFields{ProviderIDIndex: providerIDBucket(id)})...); err != nil {
 		return nil, err
 	}
-	out := list.Items[:0]
-	for _, m := range list.Items {
-		if m.Spec.ProviderID == id {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(list.Items, func(m v1alpha1.Machine) bool { return m.Spec.ProviderID != id }), nil
 }
 
 // NodesWithProviderID lists, through ProviderIDIndex, the Nodes whose
@@ -76,11 +71,5 @@ func NodesWithProviderID(ctx context.Context, c client.Reader, id string) ([]cor
 	if err := c.List(ctx, list, client.MatchingFields{ProviderIDIndex: providerIDBucket(id)}); err != nil {
 		return nil, err
 	}
-	out := list.Items[:0]
-	for _, n := range list.Items {
-		if n.Spec.ProviderID == id {
-			out = append(out, n)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(list.Items, func(n corev1.Node) bool { return n.Spec.ProviderID != id }), nil
 }
