@@ -57,6 +57,15 @@ type metricLine struct {
 	value  float64
 }
 
+// scrapeClient asks for /metrics uncompressed. Go's default transport
+// asks for gzip, and the manager's metrics handler keeps its gzip writers
+// in a pool (about 1 MiB of compressor state each): scraped every second
+// by peaks, one stayed live through every collection and counted in the
+// heap the benchmark measures, twice over at GOGC=100. A Prometheus
+// scraping every 15 s or more finds its writer collected between two
+// scrapes (docs/benchmarks.md, "What the benchmark costs itself").
+var scrapeClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+
 // scrape reads the manager's /metrics in the Prometheus text format. The
 // parser handles what client_golang writes (no escaped quotes in the
 // labels we read), which keeps the benchmark off modules go.mod does not
@@ -68,7 +77,7 @@ func scrape(ctx context.Context, url string) (sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := scrapeClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,38 @@ package main
 
 import (
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
+
+// The benchmark reads the manager's metrics uncompressed: a scrape that
+// asks for gzip every second keeps a pooled gzip writer in the heap the
+// benchmark measures (scrapeClient).
+func TestScrapeAsksForNoCompression(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: "go_memstats_heap_alloc_bytes"}))
+	metrics := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	var encodings []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		encodings = append(encodings, r.Header.Get("Accept-Encoding"))
+		metrics.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	s, err := scrape(t.Context(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s) != 1 || s[0].name != "go_memstats_heap_alloc_bytes" {
+		t.Errorf("scraped %+v, want the one gauge", s)
+	}
+	if len(encodings) != 1 || encodings[0] != "" {
+		t.Errorf("Accept-Encoding %q, want none (uncompressed)", encodings)
+	}
+}
 
 func TestParseLine(t *testing.T) {
 	for _, tc := range []struct {
