@@ -12,8 +12,9 @@ var stripManagedFields = crcache.TransformStripManagedFields()
 
 // cacheTransform is the transform of every cached object: managedFields
 // dropped (no controller reads them), of a Node's status only its
-// conditions, addresses and kubelet version kept, equal strings shared
-// and slices clipped to their length (compact.go).
+// conditions, addresses and kubelet version kept, equal strings shared,
+// a Machine's labels and annotations shared with the Machines that have
+// the same ones, and slices clipped to their length (compact.go).
 //
 // The controllers read a cached Node's metadata, spec, conditions and
 // kubelet version (what an in-place update waits for,

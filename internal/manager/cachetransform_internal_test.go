@@ -3,6 +3,8 @@ package manager
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -137,5 +139,91 @@ func TestCacheTransformClipsSlices(t *testing.T) {
 	bare := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
 	if _, err := cacheTransform(bare); err != nil || bare.Name != "bare" || bare.Spec.Class != nil {
 		t.Errorf("a Machine without a class: %v, %+v", err, bare)
+	}
+}
+
+// Machines with the same labels and annotations, as a set's are, hold one
+// map of each once cached; a Machine with others keeps its own.
+func TestCacheTransformSharesMachineMaps(t *testing.T) {
+	decode := func(name, set string) *v1alpha1.Machine {
+		t.Helper()
+		in := fmt.Sprintf(`{"metadata":{"name":%q,"labels":{"machine.millwright.dev/set-name":%q,"pool":"web"},
+			"annotations":{"machine.millwright.dev/set-template":"2kalw"}}}`, name, set)
+		m := &v1alpha1.Machine{}
+		if err := json.Unmarshal([]byte(in), m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cacheTransform(m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b, other := decode("a", "web-1"), decode("b", "web-1"), decode("c", "web-2")
+	same := func(x, y map[string]string) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(a.Labels, b.Labels) || !same(a.Annotations, b.Annotations) {
+		t.Errorf("two Machines of one set hold two maps of labels or annotations, want one of each")
+	}
+	if same(a.Labels, other.Labels) || other.Labels["machine.millwright.dev/set-name"] != "web-2" {
+		t.Errorf("a Machine of another set: labels %v, want its own", other.Labels)
+	}
+	if !same(a.Annotations, other.Annotations) || b.Labels["pool"] != "web" || b.Annotations["machine.millwright.dev/set-template"] != "2kalw" {
+		t.Errorf("labels %v, annotations %v: want the decoded ones, the annotations shared by all three", b.Labels, b.Annotations)
+	}
+}
+
+// The table of shared maps holds at most sharedMapsMax maps, and answers
+// a map equal to the one asked with, whatever it held before.
+func TestSharedMapsAreBounded(t *testing.T) {
+	table := mapTable{byContent: map[string]map[string]string{}}
+	for i := range sharedMapsMax + 10 {
+		want := map[string]string{"machine": fmt.Sprint(i)}
+		if got := table.share(want); !maps.Equal(got, want) {
+			t.Fatalf("share(%v) = %v", want, got)
+		}
+		if len(table.byContent) > sharedMapsMax {
+			t.Fatalf("%d maps in the table, want at most %d", len(table.byContent), sharedMapsMax)
+		}
+	}
+	// Length before each string: no two maps read alike.
+	if mapContent(map[string]string{"a": "b", "c": ""}) == mapContent(map[string]string{"a": "b:c:"}) {
+		t.Errorf("two different maps have the same content key")
+	}
+}
+
+// A Machine's Node name, its hostname address and a Node's hostname label
+// and Machine annotation are its name's string, not copies of it.
+func TestCacheTransformSharesTheName(t *testing.T) {
+	m := &v1alpha1.Machine{}
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"web-1-x"},"status":{"nodeName":"web-1-x","nodeRef":{"name":"web-1-x"},
+		"addresses":[{"type":"Hostname","address":"web-1-x"},{"type":"InternalIP","address":"10.0.0.1"}]}}`), m); err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{}
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"web-1-x","labels":{"kubernetes.io/hostname":"web-1-x"},
+		"annotations":{"machine.millwright.dev/machine":"web-1-x"}},
+		"status":{"addresses":[{"type":"Hostname","address":"web-1-x"}]}}`), n); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []any{m, n} {
+		if _, err := cacheTransform(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ what, s, name string }{
+		{"the Machine's nodeName", m.Status.NodeName, m.Name},
+		{"its nodeRef", m.Status.NodeRef.Name, m.Name},
+		{"its hostname address", m.Status.Addresses[0].Address, m.Name},
+		{"the Node's hostname label", n.Labels["kubernetes.io/hostname"], n.Name},
+		{"its Machine annotation", n.Annotations["machine.millwright.dev/machine"], n.Name},
+		{"its hostname address", n.Status.Addresses[0].Address, n.Name},
+	} {
+		if c.s != c.name || unsafe.StringData(c.s) != unsafe.StringData(c.name) {
+			t.Errorf("%s %q: a copy of the name, want the name's string", c.what, c.s)
+		}
+	}
+	if m.Status.Addresses[1].Address != "10.0.0.1" {
+		t.Errorf("another address: %q", m.Status.Addresses[1].Address)
 	}
 }
