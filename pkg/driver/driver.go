@@ -200,16 +200,32 @@ func AllowedNodeLabels(labels map[string]string) (allowed map[string]string, ref
 	return allowed, refused
 }
 
-// ListMachinesRequest asks for the VMs made from one class.
+// ListMachinesRequest asks for the VMs made from one class, or for one
+// page of them.
 type ListMachinesRequest struct {
 	MachineClass *v1alpha1.MachineClass
 	Secret       *corev1.Secret
+	// PageSize is the most VMs the caller wants in this answer; 0: no
+	// bound. A driver that pages answers at most this many (more only
+	// where its provider pages more coarsely, as EC2 at fewer than 5) and
+	// a NextPageToken while VMs remain; one that does not answers every
+	// VM and no token. The orphan collector asks for pages, so that a
+	// fleet's VMs are never all in its memory at once.
+	PageSize int32
+	// PageToken is empty for the first page, else the NextPageToken of the
+	// previous answer. A VM that exists from the first page to the last is
+	// listed on one of them at least; one made or deleted meanwhile may be
+	// listed or not.
+	PageToken string
 }
 
 // ListMachinesResponse lists VMs.
 type ListMachinesResponse struct {
-	// VMs are the class's VMs, one entry each.
+	// VMs are the class's VMs (of this page), one entry each.
 	VMs []ListedVM
+	// NextPageToken is set while VMs remain: the PageToken of the next
+	// page.
+	NextPageToken string
 }
 
 // MachineNames maps each listed VM's providerID to the name of its Machine.

@@ -87,11 +87,12 @@ func (c *Client) ListMachines(ctx context.Context, req *ListMachinesRequest) (*L
 	}
 	ctx, cancel := c.begin(ctx)
 	defer cancel()
-	r, err := c.rpc.ListMachines(ctx, &driverv1.ListMachinesRequest{MachineClass: o.class, Secret: o.secret})
+	r, err := c.rpc.ListMachines(ctx, &driverv1.ListMachinesRequest{MachineClass: o.class, Secret: o.secret,
+		PageSize: req.PageSize, PageToken: req.PageToken})
 	if err != nil {
 		return nil, fromStatus(err)
 	}
-	return &ListMachinesResponse{VMs: listedFromWire(r.GetVms())}, nil
+	return &ListMachinesResponse{VMs: listedFromWire(r.GetVms()), NextPageToken: r.GetNextPageToken()}, nil
 }
 
 // GetVolumeIDs implements Driver over gRPC.

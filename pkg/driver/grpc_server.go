@@ -146,9 +146,10 @@ func (s *grpcServer) ListMachines(ctx context.Context, in *driverv1.ListMachines
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp, err := s.d.ListMachines(ctx, &ListMachinesRequest{MachineClass: c, Secret: sec})
+	resp, err := s.d.ListMachines(ctx, &ListMachinesRequest{MachineClass: c, Secret: sec,
+		PageSize: in.GetPageSize(), PageToken: in.GetPageToken()})
 	return respond(resp, err, func(r *ListMachinesResponse) *driverv1.ListMachinesResponse {
-		return &driverv1.ListMachinesResponse{Vms: listedToWire(r.VMs)}
+		return &driverv1.ListMachinesResponse{Vms: listedToWire(r.VMs), NextPageToken: r.NextPageToken}
 	})
 }
 

@@ -63,11 +63,11 @@ func TestEveryMethodRoundTrips(t *testing.T) {
 		},
 		{
 			method: driver.MethodListMachines,
-			req:    &driver.ListMachinesRequest{MachineClass: class, Secret: secret},
+			req:    &driver.ListMachinesRequest{MachineClass: class, Secret: secret, PageSize: 2, PageToken: "sim://zone-a/vm-0"},
 			resp: &driver.ListMachinesResponse{VMs: []driver.ListedVM{
 				{ProviderID: "sim://zone-a/vm-1", MachineName: "m-1", MachineUID: "uid-1"},
 				{ProviderID: "sim://zone-b/vm-2", MachineName: "m-2"},
-			}},
+			}, NextPageToken: "sim://zone-b/vm-2"},
 		},
 		{
 			method: driver.MethodGetVolumeIDs,

@@ -635,7 +635,14 @@ type ListMachinesRequest struct {
 	// MachineClass whose VMs are listed, as Kubernetes JSON.
 	MachineClass []byte `protobuf:"bytes,1,opt,name=machine_class,json=machineClass,proto3" json:"machine_class,omitempty"`
 	// Secret of the class, as Kubernetes JSON.
-	Secret        []byte `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	Secret []byte `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	// Most VMs the caller wants in this answer; 0: no bound. A driver that
+	// pages answers at most this many (more only where its provider pages
+	// more coarsely), and a next_page_token while VMs remain.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Empty for the first page; else the next_page_token of the previous
+	// answer.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -684,11 +691,27 @@ func (x *ListMachinesRequest) GetSecret() []byte {
 	return nil
 }
 
+func (x *ListMachinesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListMachinesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListMachinesResponse lists VMs.
 type ListMachinesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The class's VMs, one entry each.
-	Vms           []*ListedVM `protobuf:"bytes,2,rep,name=vms,proto3" json:"vms,omitempty"`
+	// The class's VMs, one entry each (of this page).
+	Vms []*ListedVM `protobuf:"bytes,2,rep,name=vms,proto3" json:"vms,omitempty"`
+	// Set while VMs remain: the page_token that asks for the next page.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -728,6 +751,13 @@ func (x *ListMachinesResponse) GetVms() []*ListedVM {
 		return x.Vms
 	}
 	return nil
+}
+
+func (x *ListMachinesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // ListedVM is one VM ListMachines found and the Machine it was made for.
@@ -1369,12 +1399,16 @@ const file_v1_driver_proto_rawDesc = "" +
 	"nodeLabels\x1a=\n" +
 	"\x0fNodeLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8e\x01\n" +
 	"\x13ListMachinesRequest\x12#\n" +
 	"\rmachine_class\x18\x01 \x01(\fR\fmachineClass\x12\x16\n" +
-	"\x06secret\x18\x02 \x01(\fR\x06secret\"\\\n" +
+	"\x06secret\x18\x02 \x01(\fR\x06secret\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x84\x01\n" +
 	"\x14ListMachinesResponse\x120\n" +
-	"\x03vms\x18\x02 \x03(\v2\x1e.millwright.driver.v1.ListedVMR\x03vmsJ\x04\b\x01\x10\x02R\fmachine_list\"o\n" +
+	"\x03vms\x18\x02 \x03(\v2\x1e.millwright.driver.v1.ListedVMR\x03vms\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageTokenJ\x04\b\x01\x10\x02R\fmachine_list\"o\n" +
 	"\bListedVM\x12\x1f\n" +
 	"\vprovider_id\x18\x01 \x01(\tR\n" +
 	"providerId\x12!\n" +

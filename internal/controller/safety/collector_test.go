@@ -121,7 +121,7 @@ func (d renamedDriver) GetMachineStatus(ctx context.Context, req *driver.GetMach
 // Machine's when the driver says so (a renamed host): it is never
 // collected, while a VM no Machine claims is, on the same passes.
 func TestRenamedVMOfALiveMachineIsKept(t *testing.T) {
-	w := newWorld(t, setup{cfg: testConfig(), renamed: true})
+	w := newWorld(t, setup{cfg: testConfig(), wrap: func(d driver.Driver) driver.Driver { return renamedDriver{d} }})
 	w.waitPasses(1)
 	w.Class("c", controllertest.SimSpec)
 	w.Machine("m", "c", nil)

@@ -42,10 +42,10 @@ type setup struct {
 	probes     []safety.Probe
 	machineSet bool // also run the MachineSet controller
 	machine    func(*machine.Config)
-	// renamed gives the safety controller drivers that name every VM
-	// under another providerID than the one it was created with (see
-	// renamedDriver); the machine controller keeps the drivers as they are.
-	renamed bool
+	// wrap, when set, gives the safety controller each driver wrapped (a
+	// renamedDriver, a pagesDriver); the machine controller keeps the
+	// drivers as they are.
+	wrap func(driver.Driver) driver.Driver
 }
 
 // newWorld runs the machine controller, wired to a safety controller as
@@ -56,10 +56,10 @@ func newWorld(t *testing.T, s setup) *world {
 		Config: s.machine,
 		Machine: func(r *machine.Reconciler) {
 			sc.Drivers = r.Drivers // the harness's sim
-			if s.renamed {
+			if s.wrap != nil {
 				sc.Drivers = map[string]driver.Driver{}
 				for name, d := range r.Drivers {
-					sc.Drivers[name] = renamedDriver{d}
+					sc.Drivers[name] = s.wrap(d)
 				}
 			}
 			r.Gate = sc.Gate()

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -89,7 +90,8 @@ func judgeVM(vm driver.ListedVM, m *v1alpha1.Machine, recorded bool) (orphan, bo
 	return o, true
 }
 
-// findOrphans judges every listed VM.
+// findOrphans judges every listed VM, and returns the suspects in
+// providerID order, each once (a driver's pages may list a VM twice).
 func findOrphans(vms []driver.ListedVM, ix namespaceMachines) []orphan {
 	var out []orphan
 	for _, vm := range vms {
@@ -98,7 +100,7 @@ func findOrphans(vms []driver.ListedVM, ix namespaceMachines) []orphan {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ProviderID < out[j].ProviderID })
-	return out
+	return slices.CompactFunc(out, func(a, b orphan) bool { return a.ProviderID == b.ProviderID })
 }
 
 // sightings remembers, per class, when each suspected orphan was first

@@ -559,8 +559,9 @@ func (d *Driver) ConsoleTail(m *v1alpha1.Machine, lines int) string {
 }
 
 // ListMachines lists the domains made from the class, each with the name
-// and UID of its Machine from the domain's metadata. Domains without
-// Millwright's metadata are not looked at.
+// and UID of its Machine from the domain's metadata, a page at a time
+// (driver.PageOf). Domains without Millwright's metadata are not looked
+// at.
 func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -586,7 +587,7 @@ func (d *Driver) ListMachines(ctx context.Context, req *driver.ListMachinesReque
 			out = append(out, driver.ListedVM{ProviderID: c.providerID(name), MachineName: meta.Name, MachineUID: meta.UID})
 		}
 	}
-	return &driver.ListMachinesResponse{VMs: out}, nil
+	return driver.PageOf(out, req), nil
 }
 
 // owned returns the metadata of every domain that carries Millwright's,

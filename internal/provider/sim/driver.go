@@ -255,7 +255,7 @@ func (s *Sim) GetMachineStatus(ctx context.Context, req *driver.GetMachineStatus
 }
 
 // ListMachines lists the VMs tagged with the class, each with the name and
-// UID of the Machine it was made for.
+// UID of the Machine it was made for, a page at a time (driver.PageOf).
 func (s *Sim) ListMachines(ctx context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	if req == nil {
 		return nil, driver.Errorf(driver.InvalidArgument, "request: must be set")
@@ -279,7 +279,7 @@ func (s *Sim) ListMachines(ctx context.Context, req *driver.ListMachinesRequest)
 		list = append(list, driver.ListedVM{ProviderID: vm.ProviderID, MachineName: vm.MachineName, MachineUID: vm.MachineUID})
 	}
 	s.cloud.mu.RUnlock()
-	return &driver.ListMachinesResponse{VMs: list}, nil
+	return driver.PageOf(list, req), nil
 }
 
 // GetVolumeIDs returns the volume handles of the sim's CSI volumes and

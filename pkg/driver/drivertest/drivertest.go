@@ -27,6 +27,7 @@ package drivertest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -174,14 +175,48 @@ func (s *suite) status(m *v1alpha1.Machine) (*driver.GetMachineStatusResponse, e
 	return s.Driver.GetMachineStatus(ctx, &driver.GetMachineStatusRequest{Machine: m, MachineClass: s.Class, Secret: s.Secret})
 }
 
-// list returns what ListMachines reports for the valid class.
+// list returns what ListMachines reports for the valid class, and checks
+// that its pages agree: asked one VM at a time (PageSize 1), page after
+// page, the driver lists the same VMs, each once, and its tokens end.
 func (s *suite) list(t *testing.T) []driver.ListedVM {
 	t.Helper()
 	ctx, cancel := s.ctx()
 	defer cancel()
-	resp, err := s.Driver.ListMachines(ctx, &driver.ListMachinesRequest{MachineClass: s.Class, Secret: s.Secret})
+	req := &driver.ListMachinesRequest{MachineClass: s.Class, Secret: s.Secret}
+	resp, err := s.Driver.ListMachines(ctx, req)
 	if err != nil {
 		t.Fatalf("ListMachines: %v", err)
+	}
+	if resp.NextPageToken != "" {
+		t.Fatalf("ListMachines without a page size answered a next page token %q; want every VM at once", resp.NextPageToken)
+	}
+	paged := map[string]bool{}
+	req.PageSize = 1
+	for pages := 1; ; pages++ {
+		page, err := s.Driver.ListMachines(ctx, req)
+		if err != nil {
+			t.Fatalf("ListMachines, page %d (token %q): %v", pages, req.PageToken, err)
+		}
+		for _, vm := range page.VMs {
+			if paged[vm.ProviderID] {
+				t.Fatalf("ListMachines lists %s on two pages", vm.ProviderID)
+			}
+			paged[vm.ProviderID] = true
+		}
+		if page.NextPageToken == "" {
+			break
+		}
+		if pages > len(resp.VMs)+1 {
+			t.Fatalf("ListMachines pages do not end: page %d for %d VMs, next token %q", pages, len(resp.VMs), page.NextPageToken)
+		}
+		req.PageToken = page.NextPageToken
+	}
+	whole := map[string]bool{}
+	for _, vm := range resp.VMs {
+		whole[vm.ProviderID] = true
+	}
+	if !maps.Equal(paged, whole) {
+		t.Fatalf("ListMachines lists %v page by page and %v at once; want the same VMs", slices.Sorted(maps.Keys(paged)), slices.Sorted(maps.Keys(whole)))
 	}
 	return resp.VMs
 }

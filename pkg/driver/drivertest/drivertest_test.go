@@ -41,6 +41,9 @@ type memDriver struct {
 	foreignLabels bool
 	// breakIdempotency makes every create a new VM, the bug the suite must catch.
 	breakIdempotency bool
+	// ignorePageToken answers the first page of ListMachines whatever the
+	// token asks: a bug the suite must catch.
+	ignorePageToken bool
 	// keyByName keys VMs by Machine name alone, so Machines of one name in
 	// two namespaces share a VM: the other bug the suite must catch.
 	keyByName bool
@@ -128,7 +131,7 @@ func (d *memDriver) GetMachineStatus(_ context.Context, req *driver.GetMachineSt
 	return &driver.GetMachineStatusResponse{ProviderID: pid, NodeName: d.nodeName(req.Machine)}, nil
 }
 
-func (d *memDriver) ListMachines(context.Context, *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
+func (d *memDriver) ListMachines(_ context.Context, req *driver.ListMachinesRequest) (*driver.ListMachinesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []driver.ListedVM
@@ -139,7 +142,11 @@ func (d *memDriver) ListMachines(context.Context, *driver.ListMachinesRequest) (
 		}
 		out = append(out, vm)
 	}
-	return &driver.ListMachinesResponse{VMs: out}, nil
+	page := *req
+	if d.ignorePageToken {
+		page.PageToken = ""
+	}
+	return driver.PageOf(out, &page), nil
 }
 
 func (d *memDriver) GetPluginInfo(context.Context, *driver.GetPluginInfoRequest) (*driver.GetPluginInfoResponse, error) {
@@ -246,5 +253,19 @@ func TestSuiteCatchesForeignNodeLabels(t *testing.T) {
 	out := runBroken(t, "TestSuiteCatchesForeignNodeLabels")
 	if !strings.Contains(out, "node-role.kubernetes.io/control-plane") {
 		t.Fatalf("the suite failed, but not on the foreign Node label:\n%s", out)
+	}
+}
+
+// TestSuiteCatchesPagesThatRepeat runs the suite against a driver whose
+// ListMachines answers the first page whatever the token, in a child
+// process, and expects it to fail.
+func TestSuiteCatchesPagesThatRepeat(t *testing.T) {
+	if os.Getenv("DRIVERTEST_BROKEN") == "1" {
+		drivertest.Run(t, config(newMem(&memDriver{ignorePageToken: true})))
+		return
+	}
+	out := runBroken(t, "TestSuiteCatchesPagesThatRepeat")
+	if !strings.Contains(out, "on two pages") {
+		t.Fatalf("the suite failed, but not on the repeated page:\n%s", out)
 	}
 }
