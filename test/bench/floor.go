@@ -201,10 +201,10 @@ func (o *observer) readyNodes(ctx context.Context, tag string) (int, error) {
 // removeFloor deletes the floor's Nodes and Machines and waits until the
 // Nodes are gone, so the next scenario starts on an empty cluster.
 func (e *env) removeFloor(ctx context.Context, o *observer, tag string) error {
-	if err := e.admin.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{floorLabel: tag}); err != nil {
+	if err := e.deleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{floorLabel: tag}); err != nil {
 		return fmt.Errorf("deleting the floor's Nodes: %w", err)
 	}
-	if err := e.admin.DeleteAllOf(ctx, &v1alpha1.Machine{}, client.InNamespace(floorNamespace)); err != nil {
+	if err := e.deleteAllOf(ctx, &v1alpha1.Machine{}, client.InNamespace(floorNamespace)); err != nil {
 		return fmt.Errorf("deleting the floor's Machines: %w", err)
 	}
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -214,6 +214,25 @@ func (e *env) removeFloor(ctx context.Context, o *observer, tag string) error {
 		}
 		return len(l.Items) == 0, nil
 	})
+}
+
+// deleteAllOf deletes the objects of obj's kind that opts select, and asks
+// again while the API server cuts the deletion off: on a slow host its
+// request timeout ended the deletion of 500 floor Nodes (2026-12-05), and
+// what it deleted before stays deleted.
+func (e *env) deleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if last = e.admin.DeleteAllOf(ctx, obj, opts...); last != nil {
+			logf("deleting the %T objects failed (%v); asking again", obj, last)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 // parallel runs do(0..n-1) on floorWorkers goroutines and returns the first error.

@@ -61,9 +61,8 @@ type metricLine struct {
 // asks for gzip, and the manager's metrics handler keeps its gzip writers
 // in a pool (about 1 MiB of compressor state each): scraped every second
 // by peaks, one stayed live through every collection and counted in the
-// heap the benchmark measures, twice over at GOGC=100. A Prometheus
-// scraping every 15 s or more finds its writer collected between two
-// scrapes (docs/benchmarks.md, "What the benchmark costs itself").
+// heap the benchmark measures, twice over at GOGC=100 (docs/benchmarks.md,
+// "What the benchmark costs itself").
 var scrapeClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
 // scrape reads the manager's /metrics in the Prometheus text format. The
