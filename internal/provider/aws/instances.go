@@ -48,20 +48,21 @@ func filter(name string, values ...string) types.Filter {
 // filters on two keys EC2-compatible servers (moto) merge into one.
 func tagFilter(key string, values ...string) types.Filter { return filter("tag:"+key, values...) }
 
-// describe lists every instance the filters match, page by page.
+// describe lists every instance the filters match, page by page
+// (describePage).
 func (d *Driver) describe(ctx context.Context, c *ec2.Client, filters ...types.Filter) ([]types.Instance, error) {
-	p := ec2.NewDescribeInstancesPaginator(c, &ec2.DescribeInstancesInput{Filters: filters, MaxResults: aws.Int32(d.opts.PageSize)})
 	var out []types.Instance
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
+	for token := ""; ; {
+		page, next, err := d.describePage(ctx, c, d.opts.PageSize, token, filters)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range page.Reservations {
-			out = append(out, r.Instances...)
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
 		}
+		token = next
 	}
-	return out, nil
 }
 
 // liveOf lists the cluster's live instances made for the Machine UID.
