@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -151,6 +152,15 @@ func TestRolloutStatusStalled(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exceeded its progress deadline") {
 		t.Fatalf("rollout status of a stalled rollout: want a progress deadline error, got %v\n%s", err, out)
 	}
+	// The deadline may pass before the set's status counts its Machine;
+	// that count is progress, and the deadline runs again from it. Once
+	// the Machine is counted nothing more can move, so the rollout stalls
+	// for good.
+	h.Eventually(time.Minute, "the rollout stalled with its Machine counted", func() (bool, error) {
+		md := getMD(t, h.NS, name)
+		c := meta.FindStatusCondition(md.Status.Conditions, v1alpha1.ProgressingCondition)
+		return md.Status.UpdatedReplicas == 1 && c != nil && c.Reason == "ProgressDeadlineExceeded", nil
+	})
 	// Without --watch it answers at once, with the same error.
 	c.fails("exceeded its progress deadline", "rollout", "status", name, "--watch=false")
 }

@@ -38,6 +38,16 @@ func (w *setWrites) got() []error {
 	return append([]error(nil), w.answers...)
 }
 
+// waitFor waits up to 10 s until the answers recorded satisfy done, and
+// returns them as they are then.
+func (w *setWrites) waitFor(t *testing.T, done func([]error) bool) []error {
+	t.Helper()
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return done(w.got()), nil
+	})
+	return w.got()
+}
+
 // setWritesClient is the deployment's client, its patches going through w.
 type setWritesClient struct {
 	client.Client
@@ -130,7 +140,9 @@ func TestSetWritesLockOnTheSpecNotTheStatus(t *testing.T) {
 	})
 	h.update("web", func(md *v1alpha1.MachineDeployment) { md.Spec.Replicas = 2 })
 	h.waitSetReplicas("web", 2)
-	if got := w.got(); len(got) == 0 || got[0] != nil {
+	// The API server answers the write to everyone else before the
+	// deployment's client records the answer: wait for the record.
+	if got := w.waitFor(t, func(got []error) bool { return len(got) > 0 }); len(got) == 0 || got[0] != nil {
 		t.Fatalf("the deployment's set writes after a status write between its read and its write answered %v, want the first to succeed", got)
 	}
 
@@ -141,7 +153,7 @@ func TestSetWritesLockOnTheSpecNotTheStatus(t *testing.T) {
 	h.waitSetReplicas("web", 3)
 	// (The API server refuses a failed precondition of the JSON patch
 	// with a bare 422; package patch returns it as a Conflict.)
-	got := w.got()
+	got := w.waitFor(t, func(got []error) bool { return len(got) > 0 && got[len(got)-1] == nil })
 	if len(got) < 2 || got[0] == nil || got[len(got)-1] != nil {
 		t.Fatalf("the deployment's set writes after a spec change between its read and its write answered %v, want a refusal, then a write decided again", got)
 	}
