@@ -339,6 +339,10 @@ func (w *vmWorld) consoleTail(name string, lines int) string {
 // cleanup destroys and undefines the scenario's domains (logging their
 // consoles' tails if the test failed), then removes its pool and directory.
 func (w *vmWorld) cleanup(t testing.TB) {
+	if w.l == nil { // the setup ended before it connected: nothing in libvirt is the scenario's
+		_ = os.RemoveAll(w.dir)
+		return
+	}
 	if !w.l.IsConnected() { // libvirtd was restarted
 		if err := w.connect(); err != nil {
 			t.Errorf("reconnecting to libvirt for the cleanup: %v", err)

@@ -51,7 +51,7 @@ func init() {
 func Collectors(seed ...*v1alpha1.Machine) []prometheus.Collector {
 	counts := newPhaseCounts()
 	for _, m := range seed {
-		counts.set(m)
+		counts.change(nil, m)
 	}
 	return []prometheus.Collector{driverCallSeconds, createToRunningSeconds, drainSeconds, inPlaceSeconds, providerEvents, counts}
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 )
@@ -68,11 +67,14 @@ func TestPhaseCounts(t *testing.T) {
 	c := newPhaseCounts()
 	synced := false
 	c.synced = func() bool { return synced }
-	c.set(m("a", v1alpha1.PhaseFailed, metav1.ConditionTrue, v1alpha1.PreservedAutoReason))
-	c.set(m("b", v1alpha1.PhaseFailed, metav1.ConditionTrue, v1alpha1.PreservedAutoReason))
-	c.set(m("c", v1alpha1.PhaseRunning, metav1.ConditionTrue, v1alpha1.PreservedNowReason))
-	c.set(m("d", v1alpha1.PhaseFailed, metav1.ConditionFalse, v1alpha1.PreserveExpiredReason))
-	c.set(m("e", v1alpha1.PhaseProvisioned, "", ""))
+	a := m("a", v1alpha1.PhaseFailed, metav1.ConditionTrue, v1alpha1.PreservedAutoReason)
+	b := m("b", v1alpha1.PhaseFailed, metav1.ConditionTrue, v1alpha1.PreservedAutoReason)
+	e := m("e", v1alpha1.PhaseProvisioned, "", "")
+	for _, x := range []*v1alpha1.Machine{a, b, e,
+		m("c", v1alpha1.PhaseRunning, metav1.ConditionTrue, v1alpha1.PreservedNowReason),
+		m("d", v1alpha1.PhaseFailed, metav1.ConditionFalse, v1alpha1.PreserveExpiredReason)} {
+		c.change(nil, x)
+	}
 	if got := gauges(t, c); len(got) != 0 {
 		t.Fatalf("reported %v before the informer synced", got)
 	}
@@ -85,10 +87,9 @@ func TestPhaseCounts(t *testing.T) {
 		t.Errorf("after the adds: %v, want %v", got, want)
 	}
 
-	c.set(m("e", v1alpha1.PhaseRunning, "", ""))                                               // e Provisioned → Running
-	c.set(m("a", v1alpha1.PhaseFailed, metav1.ConditionFalse, v1alpha1.PreserveExpiredReason)) // a's preservation expired
-	c.remove(types.NamespacedName{Namespace: "ns", Name: "b"})
-	c.remove(types.NamespacedName{Namespace: "ns", Name: "gone"}) // never counted: no change
+	c.change(e, m("e", v1alpha1.PhaseRunning, "", ""))                                               // e Provisioned → Running
+	c.change(a, m("a", v1alpha1.PhaseFailed, metav1.ConditionFalse, v1alpha1.PreserveExpiredReason)) // a's preservation expired
+	c.change(b, nil)
 	want = map[string]float64{
 		"machines ns/Failed/d": 2, "machines ns/Running/d": 2,
 		"preserved ns/" + v1alpha1.PreservedNowReason: 1,
