@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -183,9 +184,16 @@ type domain struct {
 	active bool
 }
 
+// errNotConnected: the scenario's setup ended before it connected to
+// libvirt, so nothing in libvirt is the scenario's.
+var errNotConnected = errors.New("the scenario never connected to libvirt")
+
 // domains lists the domains whose Millwright metadata names the
 // scenario's namespace.
 func (w *vmWorld) domains() ([]domain, error) {
+	if w.l == nil {
+		return nil, errNotConnected
+	}
 	doms, _, err := w.l.ConnectListAllDomains(1, golibvirt.ConnectListDomainsActive|golibvirt.ConnectListDomainsInactive)
 	if err != nil {
 		return nil, err
@@ -339,7 +347,7 @@ func (w *vmWorld) consoleTail(name string, lines int) string {
 // cleanup destroys and undefines the scenario's domains (logging their
 // consoles' tails if the test failed), then removes its pool and directory.
 func (w *vmWorld) cleanup(t testing.TB) {
-	if w.l == nil { // the setup ended before it connected: nothing in libvirt is the scenario's
+	if w.l == nil { // errNotConnected
 		_ = os.RemoveAll(w.dir)
 		return
 	}
