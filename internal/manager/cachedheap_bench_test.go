@@ -36,7 +36,6 @@ func BenchmarkCachedObjectHeap(b *testing.B) {
 		name string
 		data [][]byte
 	}{{"node", encodedNodes(b, protobuf.NewSerializer(scheme, scheme), n)}, {"machine", encodedMachines(b, n)}} {
-		data := kind.data
 		for _, transform := range []struct {
 			name string
 			fn   func(any) (any, error)
@@ -46,7 +45,7 @@ func BenchmarkCachedObjectHeap(b *testing.B) {
 				for range b.N {
 					objs := make([]any, n)
 					before := heapInUse()
-					for i, d := range data {
+					for i, d := range kind.data {
 						o, _, err := decoder.Decode(d, nil, nil)
 						if err != nil {
 							b.Fatal(err)

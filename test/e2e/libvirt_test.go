@@ -347,7 +347,7 @@ func (w *vmWorld) consoleTail(name string, lines int) string {
 // cleanup destroys and undefines the scenario's domains (logging their
 // consoles' tails if the test failed), then removes its pool and directory.
 func (w *vmWorld) cleanup(t testing.TB) {
-	if w.l == nil { // errNotConnected
+	if w.l == nil { // never connected (errNotConnected): only the directory is the scenario's
 		_ = os.RemoveAll(w.dir)
 		return
 	}
