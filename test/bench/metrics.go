@@ -291,9 +291,12 @@ type peaks struct {
 // (go_memstats_heap_alloc_bytes, live objects and the garbage not yet
 // collected), the heap the last collection found live
 // (go_gc_heap_live_bytes: the first without the collector's headroom,
-// which GOGC=100 lets grow to as much again) and the RSS.
+// which GOGC=100 lets grow to as much again), the heap the runtime lets
+// grow before its next collection (go_gc_heap_goal_bytes: what the
+// allocated heap nears just before each collection, a top a sample once a
+// second mostly misses) and the RSS.
 type memory struct {
-	heap, liveHeap, rss float64
+	heap, liveHeap, heapGoal, rss float64
 }
 
 func startPeaks(ctx context.Context, metricsURL string, pid int) *peaks {
@@ -320,13 +323,14 @@ func (p *peaks) take(ctx context.Context, metricsURL string, pid int) {
 	if s, err := scrape(ctx, metricsURL); err == nil {
 		m.heap = s.sum("go_memstats_heap_alloc_bytes", nil) / (1 << 20)
 		m.liveHeap = s.sum("go_gc_heap_live_bytes", nil) / (1 << 20)
+		m.heapGoal = s.sum("go_gc_heap_goal_bytes", nil) / (1 << 20)
 	}
 	if rss, err := procRSSMiB(pid); err == nil {
 		m.rss = rss
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.max = memory{max(p.max.heap, m.heap), max(p.max.liveHeap, m.liveHeap), max(p.max.rss, m.rss)}
+	p.max = memory{max(p.max.heap, m.heap), max(p.max.liveHeap, m.liveHeap), max(p.max.heapGoal, m.heapGoal), max(p.max.rss, m.rss)}
 }
 
 // stop ends the sampling and returns the largest of each figure sampled.

@@ -4,10 +4,13 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // The benchmark reads the manager's metrics uncompressed: a scrape that
@@ -89,5 +92,23 @@ apiserver_request_total{code="409",component="apiserver",dry_run="",group="millw
 	}
 	if !maps.Equal(reads, wantReads) {
 		t.Errorf("reads = %v, want %v", reads, wantReads)
+	}
+}
+
+// The peaks are read from the metrics the manager serves: controller-
+// runtime's registry, whose Go collector exports the heap's gauges. A
+// renamed gauge would make a peak silently zero.
+func TestPeaksReadTheManagersHeapGauges(t *testing.T) {
+	srv := httptest.NewServer(promhttp.HandlerFor(crmetrics.Registry, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	runtime.GC() // the live heap and the goal are known from the first collection on
+	p := &peaks{}
+	p.take(t.Context(), srv.URL, os.Getpid())
+	m := p.max
+	if m.heap <= 0 || m.liveHeap <= 0 || m.heapGoal <= 0 || m.rss <= 0 {
+		t.Fatalf("peaks %+v: want every figure above zero", m)
+	}
+	if m.heapGoal < m.liveHeap {
+		t.Errorf("heap goal %.1f MiB below the live heap %.1f MiB", m.heapGoal, m.liveHeap)
 	}
 }

@@ -25,6 +25,7 @@ type result struct {
 	DriverCallsPerMachine *float64 `json:"driver_calls_per_machine"`
 	ManagerPeakHeap       *float64 `json:"manager_peak_heap_mib"`
 	ManagerLiveHeap       *float64 `json:"manager_peak_live_heap_mib"`
+	ManagerHeapGoal       *float64 `json:"manager_peak_heap_goal_mib"`
 	ManagerRSS            *float64 `json:"manager_rss_mib"`
 	ManagerCPUSeconds     *float64 `json:"manager_cpu_seconds"`
 	// CPU is where the whole machine's CPU went: every process of the
@@ -96,7 +97,7 @@ func writeJSON(w io.Writer, results []*result) error {
 
 func writeTable(w io.Writer, results []*result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tpolicy\tmachines\tseconds\tfloor s\t×floor\tideal s\t×ideal\twrites/machine\treads/machine\tAPI GET/LIST/WATCH per machine\tdriver calls/machine\tpeak heap MiB\tlive heap MiB\tpeak RSS MiB\tCPU s\tmax Machines\tmax not deleting\tlimit\tReady flaps\t")
+	fmt.Fprintln(tw, "scenario\tpolicy\tmachines\tseconds\tfloor s\t×floor\tideal s\t×ideal\twrites/machine\treads/machine\tAPI GET/LIST/WATCH per machine\tdriver calls/machine\tpeak heap MiB\tlive heap MiB\theap goal MiB\tpeak RSS MiB\tCPU s\tmax Machines\tmax not deleting\tlimit\tReady flaps\t")
 	for _, r := range results {
 		all, notDeleting, limit := "-", "-", "-"
 		if r.LargestFleet != nil {
@@ -115,9 +116,9 @@ func writeTable(w io.Writer, results []*result) error {
 		if r.Guards {
 			policy += " +guards"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, policy, r.Machines, r.Seconds,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, policy, r.Machines, r.Seconds,
 			opt(r.FloorSeconds), opt(r.RatioToFloor), opt(r.IdealSeconds), opt(r.RatioToIdeal),
-			opt(r.WritesPerMachine), opt(r.ReadsPerMachine), readsByVerb(r.APIServerReadsPerMachine), opt(r.DriverCallsPerMachine), opt(r.ManagerPeakHeap), opt(r.ManagerLiveHeap), opt(r.ManagerRSS), opt(r.ManagerCPUSeconds),
+			opt(r.WritesPerMachine), opt(r.ReadsPerMachine), readsByVerb(r.APIServerReadsPerMachine), opt(r.DriverCallsPerMachine), opt(r.ManagerPeakHeap), opt(r.ManagerLiveHeap), opt(r.ManagerHeapGoal), opt(r.ManagerRSS), opt(r.ManagerCPUSeconds),
 			all, notDeleting, limit, flaps)
 	}
 	if err := tw.Flush(); err != nil {

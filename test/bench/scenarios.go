@@ -54,6 +54,7 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		Seconds:           round(end.at.Sub(m.start.at).Seconds(), 1),
 		ManagerPeakHeap:   num(round(mem.heap, 1)),
 		ManagerLiveHeap:   num(round(mem.liveHeap, 1)),
+		ManagerHeapGoal:   num(round(mem.heapGoal, 1)),
 		ManagerRSS:        num(round(mem.rss, 1)),
 		ManagerCPUSeconds: num(round(end.cpuSeconds-m.start.cpuSeconds, 1)),
 		CPU:               cpu.since(m.cpu, end.at.Sub(m.start.at).Seconds()),
