@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,8 @@ import (
 // Machine once. Not safe for concurrent use.
 type Tally struct {
 	entries map[types.UID]tallyEntry
+	// most is the most entries held since entries was made (shrunk).
+	most int
 	// machines and terminating are Counts' fields of the same name.
 	machines, terminating, failed int32
 	// live are the Machines neither preserved nor being deleted: Left
@@ -43,30 +46,43 @@ type Tally struct {
 type groupCounts struct {
 	unavailable int32 // Unavailable: no wait makes them available
 	matured     int32
-	pending     map[types.UID]time.Time // ready since, not yet minReady ago
+	pending     map[types.UID]int64 // ready since (unixNanos), not yet minReady ago
+	mostPending int                 // the most pending held since it was made (shrunk)
 }
 
-// tallyEntry is what Count reads of one Machine.
+// tallyEntry is what Count reads of one Machine: its times as unixNanos,
+// 40 bytes where time.Time's made 96 (a map of 5000 entries, one set's,
+// took 960 KiB).
 type tallyEntry struct {
+	created  int64
+	since    int64 // Ready since, when ok
+	group    machinefacts.DeleteGroup
 	skipped  bool // preserved and not being deleted: not counted at all
 	deleting bool
-	created  time.Time
 	failed   bool
-	group    machinefacts.DeleteGroup
-	ok       bool      // machinefacts.UntilAvailable's ok
-	since    time.Time // Ready since, when ok
-	matured  bool      // counted in its group's matured (else pending), when ok
+	ok       bool // machinefacts.UntilAvailable's ok
+	matured  bool // counted in its group's matured (else pending), when ok
 }
 
-// same compares what two entries count, times by their instant.
+// same compares what two entries count.
 func (e tallyEntry) same(o tallyEntry) bool {
-	return e.skipped == o.skipped && e.deleting == o.deleting && e.created.Equal(o.created) && e.failed == o.failed &&
-		e.group == o.group && e.ok == o.ok && e.since.Equal(o.since)
+	e.matured, o.matured = false, false
+	return e == o
+}
+
+// unixNanos is t as Unix nanoseconds, the zero time as the least of them:
+// instants compare as their times do (Kubernetes' times are within the
+// years 1678–2262 that UnixNano covers).
+func unixNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return t.UnixNano()
 }
 
 // entryOf reads m as Count does.
 func entryOf(m *v1alpha1.Machine) tallyEntry {
-	e := tallyEntry{deleting: !m.DeletionTimestamp.IsZero(), created: m.CreationTimestamp.Time}
+	e := tallyEntry{deleting: !m.DeletionTimestamp.IsZero(), created: unixNanos(m.CreationTimestamp.Time)}
 	if !e.deleting && machinefacts.Preserved(m) {
 		return tallyEntry{skipped: true}
 	}
@@ -78,9 +94,9 @@ func entryOf(m *v1alpha1.Machine) tallyEntry {
 		return e
 	}
 	e.group = machinefacts.DeleteGroupOf(m)
-	e.since, e.ok = machinefacts.AvailableSince(m)
-	if !e.ok {
-		e.since = time.Time{}
+	since, ok := machinefacts.AvailableSince(m)
+	if e.ok = ok; ok {
+		e.since = unixNanos(since)
 	}
 	return e
 }
@@ -105,6 +121,7 @@ func (t *Tally) Set(m *v1alpha1.Machine) (changed bool) {
 		t.remove(m.UID, t.entries[m.UID])
 	}
 	t.add(m.UID, e)
+	t.entries = shrunk(t.entries, &t.most)
 	return true
 }
 
@@ -112,7 +129,31 @@ func (t *Tally) Set(m *v1alpha1.Machine) (changed bool) {
 func (t *Tally) Forget(uid types.UID) {
 	if e, ok := t.entries[uid]; ok {
 		t.remove(uid, e)
+		t.entries = shrunk(t.entries, &t.most)
 	}
+}
+
+// shrinkFrom is the least room worth giving back: a map of a few hundred
+// entries costs a few KiB, however many it once held.
+const shrinkFrom = 256
+
+// shrunk is m, or a copy of m sized for its entries once they are a
+// quarter of *most, the most m held since it was made; *most follows. A
+// Go map keeps the room of its deleted entries: the tally of a rollout's
+// old set, emptied one Machine at a time, would hold its 5000 Machines'
+// room to the end. A copy costs one entry's move per entry removed, on
+// the whole.
+func shrunk[V any](m map[types.UID]V, most *int) map[types.UID]V {
+	*most = max(*most, len(m))
+	if *most < shrinkFrom || len(m) > *most/4 {
+		return m
+	}
+	smaller := make(map[types.UID]V, len(m))
+	for k, v := range m {
+		smaller[k] = v
+	}
+	*most = len(smaller)
+	return smaller
 }
 
 func (t *Tally) add(uid types.UID, e tallyEntry) {
@@ -144,6 +185,7 @@ func (t *Tally) add(uid types.UID, e tallyEntry) {
 		g.matured++
 	default:
 		g.pending[uid] = e.since
+		g.pending = shrunk(g.pending, &g.mostPending)
 	}
 	t.entries[uid] = e
 }
@@ -174,6 +216,7 @@ func (t *Tally) remove(uid types.UID, e tallyEntry) {
 		g.matured--
 	default:
 		delete(g.pending, uid)
+		g.pending = shrunk(g.pending, &g.mostPending)
 	}
 	if g.unavailable == 0 && g.matured == 0 && len(g.pending) == 0 {
 		delete(t.groups, e.group)
@@ -183,7 +226,7 @@ func (t *Tally) remove(uid types.UID, e tallyEntry) {
 func (t *Tally) group(g machinefacts.DeleteGroup) *groupCounts {
 	c := t.groups[g]
 	if c == nil {
-		c = &groupCounts{pending: map[types.UID]time.Time{}}
+		c = &groupCounts{pending: map[types.UID]int64{}}
 		t.groups[g] = c
 	}
 	return c
@@ -192,11 +235,20 @@ func (t *Tally) group(g machinefacts.DeleteGroup) *groupCounts {
 // leftsAt: a Machine created after the set was superseded is not left
 // (Count).
 func (t *Tally) leftsAt(e tallyEntry) bool {
-	return t.leftAt.IsZero() || !e.created.After(t.leftAt)
+	return t.leftAt.IsZero() || e.created <= unixNanos(t.leftAt)
 }
 
 func (t *Tally) maturedAt(e tallyEntry) bool {
-	return !e.since.Add(t.minReady).After(t.now)
+	return untilMatured(e.since, t.minReady, t.now) <= 0
+}
+
+// untilMatured is the time from now until a Machine Ready since becomes
+// available; since the zero time, it was long ago.
+func untilMatured(since int64, minReady time.Duration, now time.Time) time.Duration {
+	if since == math.MinInt64 {
+		return math.MinInt64
+	}
+	return time.Duration(since + int64(minReady) - now.UnixNano())
 }
 
 // Counts is Count of the Machines held, with the same arguments.
@@ -219,7 +271,7 @@ func (t *Tally) Counts(minReady time.Duration, now, supersededAt time.Time) (c C
 		c.Available += gc.matured
 		order.groups = append(order.groups, groupTally{group: g, available: gc.matured, unavailable: gc.unavailable + int32(len(gc.pending))})
 		for _, since := range gc.pending {
-			if left := since.Add(minReady).Sub(now); next == 0 || left < next {
+			if left := untilMatured(since, minReady, now); next == 0 || left < next {
 				next = left
 			}
 		}
@@ -249,6 +301,7 @@ func (t *Tally) mature(minReady time.Duration, now time.Time) {
 	}
 	t.now = now
 	for _, g := range t.groups {
+		g.mostPending = max(g.mostPending, len(g.pending))
 		for uid := range g.pending {
 			if e := t.entries[uid]; t.maturedAt(e) {
 				delete(g.pending, uid)
@@ -257,5 +310,6 @@ func (t *Tally) mature(minReady time.Duration, now time.Time) {
 				t.entries[uid] = e
 			}
 		}
+		g.pending = shrunk(g.pending, &g.mostPending)
 	}
 }

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -62,6 +63,85 @@ func TestTallyIsCount(t *testing.T) {
 	}
 }
 
+// TestTallyShrinksAsItsSetDoes empties a Tally of 2000 Machines one at a
+// time, as a rollout empties its old set, asking Tally and Count the same
+// question after each: the copies its map gets on the way (a quarter of
+// the most it held) keep every Machine.
+func TestTallyShrinksAsItsSetDoes(t *testing.T) {
+	base := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 7))
+	tally := NewTally()
+	machines := map[types.UID]*v1alpha1.Machine{}
+	for i := range 2000 {
+		uid := types.UID(fmt.Sprint(i))
+		machines[uid] = randomMachine(rng, uid, base, base.Add(time.Minute))
+		tally.Set(machines[uid])
+	}
+	now, minReady := base.Add(time.Minute), 20*time.Second
+	copies := 0
+	for uid := range machines {
+		most := tally.most
+		delete(machines, uid)
+		tally.Forget(uid)
+		if tally.most < most {
+			copies++
+		}
+		list := make([]*v1alpha1.Machine, 0, len(machines))
+		for _, m := range machines {
+			list = append(list, m)
+		}
+		want, wantNext := Count(list, minReady, now, base.Add(30*time.Second))
+		got, gotNext := tally.Counts(minReady, now, base.Add(30*time.Second))
+		if got != want || gotNext != wantNext || tally.Len() != len(machines) {
+			t.Fatalf("%d left: Tally %+v next %v, Len %d; Count %+v next %v", len(machines), got, gotNext, tally.Len(), want, wantNext)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if copies != 2 { // at 500 of 2000, and at 125 of 500; then below shrinkFrom
+		t.Errorf("the map was copied %d times, want 2", copies)
+	}
+}
+
+// BenchmarkTallyHeap reports the heap a Tally of 5000 Running Machines
+// holds per Machine, and what it holds once all but 100 are gone.
+func BenchmarkTallyHeap(b *testing.B) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	machines := make([]*v1alpha1.Machine, 5000)
+	for i := range machines {
+		m := &v1alpha1.Machine{}
+		m.UID = types.UID(fmt.Sprintf("6c8e2539-b33e-4e50-89b8-%012d", i)) // as long as a real UID
+		m.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+		m.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+		machines[i] = m
+	}
+	var full, drained float64
+	for b.Loop() {
+		before := heapInUse()
+		tally := NewTally()
+		for _, m := range machines {
+			tally.Set(m)
+		}
+		tally.Counts(0, now, time.Time{}) // as the deployment's reconcile asks: none left pending
+		full += float64(heapInUse()-before) / float64(len(machines))
+		for _, m := range machines[100:] {
+			tally.Forget(m.UID)
+		}
+		drained += float64(heapInUse()-before) / 1024
+		runtime.KeepAlive(tally)
+	}
+	b.ReportMetric(full/float64(b.N), "B/machine")
+	b.ReportMetric(drained/float64(b.N), "KiB-at-100-left")
+}
+
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	return s.HeapAlloc
+}
+
 // randomMachine is a Machine in any of the states Count tells apart.
 func randomMachine(rng *rand.Rand, uid types.UID, base, now time.Time) *v1alpha1.Machine {
 	m := &v1alpha1.Machine{}
@@ -84,8 +164,12 @@ func randomMachine(rng *rand.Rand, uid types.UID, base, now time.Time) *v1alpha1
 		m.Annotations[v1alpha1.PriorityAnnotation] = fmt.Sprint(rng.IntN(5))
 	}
 	if rng.IntN(3) > 0 {
+		since := metav1.NewTime(now.Add(-time.Duration(rng.IntN(40)) * time.Second))
+		if rng.IntN(20) == 0 {
+			since = metav1.Time{} // the zero time: Ready since long ago
+		}
 		m.Status.Conditions = append(m.Status.Conditions, metav1.Condition{Type: v1alpha1.ReadyCondition, Status: metav1.ConditionTrue,
-			LastTransitionTime: metav1.NewTime(now.Add(-time.Duration(rng.IntN(40)) * time.Second))})
+			LastTransitionTime: since})
 	}
 	if rng.IntN(10) == 0 {
 		m.Status.Conditions = append(m.Status.Conditions, metav1.Condition{Type: v1alpha1.InterruptedCondition, Status: metav1.ConditionTrue})
