@@ -36,6 +36,7 @@ func (o *Options) managerOptions(scheme *runtime.Scheme, views *ownerindex.Views
 		RenewDeadline:                 &le.RenewDeadline,
 		RetryPeriod:                   &le.RetryPeriod,
 		Controller:                    ctrlconfig.Controller(),
+		MapperProvider:                newRESTMapper,
 	}
 	if lock != nil {
 		opts.LeaderElectionResourceLockInterface = lock
