@@ -25,12 +25,12 @@ func newRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, 
 // A cache of one namespace (--namespace) asks the mapper whether an
 // object's kind is namespaced at every Get and List. The dynamic mapper
 // asks each API group's mapper in turn, and each group without the kind
-// answers with an error: over an N=5000 scale-up and the first minutes
-// of its update, these errors and the mappings were a quarter of the
-// bytes the manager allocated (docs/benchmarks.md). What a kind maps to cannot change while its
-// resource exists (a CRD's plural and scope are immutable), so a mapping
-// once found is kept; an error is not, and the next call asks again (a
-// CRD installed since is found).
+// answers with an error: over an N=5000 scale-up and its update's first
+// minutes, these errors and the mappings were a quarter of the bytes the
+// manager allocated (docs/benchmarks.md). What a kind maps to cannot
+// change while its resource exists (a CRD's plural and scope are
+// immutable), so a mapping once found is kept; an error is not, and the
+// next call asks again (a CRD installed since is found).
 type knownMappings struct {
 	meta.RESTMapper
 	mu    sync.RWMutex
