@@ -126,7 +126,6 @@ func releaseFinalizersAtEnd(t *testing.T, pods ...*corev1.Pod) {
 	})
 }
 
-// newPod creates a pod bound to node (no scheduler runs).
 // releaseFinalizers removes the finalizers of pod (as last read) with a
 // merge patch: kwok writes the pod's status concurrently.
 func releaseFinalizers(t *testing.T, pod *corev1.Pod) {
@@ -138,6 +137,7 @@ func releaseFinalizers(t *testing.T, pod *corev1.Pod) {
 	}
 }
 
+// newPod creates a pod bound to node (no scheduler runs).
 func newPod(t *testing.T, ns, node, name string, opts ...podOption) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
@@ -168,6 +168,16 @@ func waitRunning(t *testing.T, pods ...*corev1.Pod) {
 			}
 			return pod.Status.Phase == corev1.PodRunning, nil
 		})
+	}
+}
+
+// markRunning reports pod Running, as kwok would, for a pod on a Node
+// that is not kwok's.
+func markRunning(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	pod.Status.Phase = corev1.PodRunning
+	if err := env.Client.Status().Update(t.Context(), pod); err != nil {
+		t.Fatal(err)
 	}
 }
 
