@@ -169,7 +169,8 @@ type MachineHealthCheckStatus struct {
 	// +optional
 	ExpectedMachines int32 `json:"expectedMachines"`
 
-	// CurrentHealthy is the number of those Machines that are healthy.
+	// CurrentHealthy is the number of those Machines that are healthy: not
+	// unhealthy, and not failing a check whose timeout still runs.
 	// +optional
 	CurrentHealthy int32 `json:"currentHealthy"`
 

@@ -17,6 +17,8 @@ type budget struct {
 	heldBack bool
 	// why says so, for the RemediationAllowed condition and the Event.
 	why string
+	// counted says how many Machines are unhealthy, for the same.
+	counted string
 	// start is how many new remediations may start now.
 	start int
 	// allowed is status.remediationsAllowed: as in Cluster API, how many
@@ -45,9 +47,15 @@ func parseRange(s string) (lo, hi int, err error) {
 }
 
 // computeBudget applies triggerIf and maxInFlight to expected selected
-// Machines, unhealthy of them, inFlight already being remediated.
-func computeBudget(rem *v1alpha1.MachineHealthCheckRemediation, expected, unhealthy, inFlight int) (budget, error) {
-	b := budget{start: maxInt, allowed: expected - unhealthy}
+// Machines, unhealthy of them, failing more (judge: each counts as
+// unhealthy here, as in Cluster API), inFlight already being remediated.
+func computeBudget(rem *v1alpha1.MachineHealthCheckRemediation, expected, unhealthy, failing, inFlight int) (budget, error) {
+	counted := fmt.Sprintf("%d of %d Machines are unhealthy", unhealthy+failing, expected)
+	if failing > 0 {
+		counted += fmt.Sprintf(" (%d failing a check whose timeout runs)", failing)
+	}
+	unhealthy += failing
+	b := budget{start: maxInt, allowed: expected - unhealthy, counted: counted}
 	if t := rem.TriggerIf; t != nil {
 		switch {
 		case t.UnhealthyLessThanOrEqualTo != nil:
@@ -58,8 +66,8 @@ func computeBudget(rem *v1alpha1.MachineHealthCheckRemediation, expected, unheal
 			b.allowed = most - unhealthy
 			if unhealthy > most {
 				b.heldBack = true
-				b.why = fmt.Sprintf("%d of %d Machines are unhealthy, more than triggerIf.unhealthyLessThanOrEqualTo %s (%d): remediation is held back until enough recover",
-					unhealthy, expected, t.UnhealthyLessThanOrEqualTo.String(), most)
+				b.why = fmt.Sprintf("%s, more than triggerIf.unhealthyLessThanOrEqualTo %s (%d): remediation is held back until enough recover",
+					counted, t.UnhealthyLessThanOrEqualTo.String(), most)
 			}
 		case t.UnhealthyInRange != "":
 			lo, hi, err := parseRange(t.UnhealthyInRange)
@@ -69,8 +77,8 @@ func computeBudget(rem *v1alpha1.MachineHealthCheckRemediation, expected, unheal
 			b.allowed = hi - unhealthy
 			if unhealthy < lo || unhealthy > hi {
 				b.heldBack = true
-				b.why = fmt.Sprintf("%d of %d Machines are unhealthy, outside triggerIf.unhealthyInRange %s: remediation is held back",
-					unhealthy, expected, t.UnhealthyInRange)
+				b.why = fmt.Sprintf("%s, outside triggerIf.unhealthyInRange %s: remediation is held back",
+					counted, t.UnhealthyInRange)
 			}
 		}
 	}

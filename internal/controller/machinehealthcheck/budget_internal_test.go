@@ -1,6 +1,7 @@
 package machinehealthcheck
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -18,25 +19,28 @@ func TestBudget(t *testing.T) {
 		return &v1alpha1.MachineHealthCheckTriggerIf{UnhealthyInRange: r}
 	}
 	for _, tc := range []struct {
-		name                          string
-		rem                           v1alpha1.MachineHealthCheckRemediation
-		expected, unhealthy, inFlight int
-		heldBack                      bool
-		start, allowed                int
+		name                                   string
+		rem                                    v1alpha1.MachineHealthCheckRemediation
+		expected, unhealthy, failing, inFlight int
+		heldBack                               bool
+		start, allowed                         int
 	}{
-		{"no limits", v1alpha1.MachineHealthCheckRemediation{}, 5, 2, 0, false, maxInt, 3},
-		{"40% of 5 is 2: 5 unhealthy held back", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 5, 0, true, 0, 0},
-		{"40% of 5 is 2: 2 unhealthy go", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 2, 0, false, maxInt, 0},
-		{"a number", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(num(3))}, 10, 1, 0, false, maxInt, 2},
-		{"in range", v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[3-5]")}, 10, 4, 0, false, maxInt, 1},
-		{"below the range", v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[3-5]")}, 10, 2, 0, true, 0, 0},
-		{"above the range", v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[3-5]")}, 10, 6, 0, true, 0, 0},
-		{"maxInFlight left", v1alpha1.MachineHealthCheckRemediation{MaxInFlight: num(2)}, 10, 4, 1, false, 1, 1},
-		{"maxInFlight percent rounds up", v1alpha1.MachineHealthCheckRemediation{MaxInFlight: pct("25%")}, 5, 4, 0, false, 2, 1},
-		{"maxInFlight used up", v1alpha1.MachineHealthCheckRemediation{MaxInFlight: num(1)}, 10, 4, 3, false, 0, 0},
+		{"no limits", v1alpha1.MachineHealthCheckRemediation{}, 5, 2, 0, 0, false, maxInt, 3},
+		{"40% of 5 is 2: 5 unhealthy held back", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 5, 0, 0, true, 0, 0},
+		{"40% of 5 is 2: 2 unhealthy go", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 2, 0, 0, false, maxInt, 0},
+		{"a number", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(num(3))}, 10, 1, 0, 0, false, maxInt, 2},
+		{"in range", v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[3-5]")}, 10, 4, 0, 0, false, maxInt, 1},
+		{"below the range", v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[3-5]")}, 10, 2, 0, 0, true, 0, 0},
+		{"above the range", v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[3-5]")}, 10, 6, 0, 0, true, 0, 0},
+		{"maxInFlight left", v1alpha1.MachineHealthCheckRemediation{MaxInFlight: num(2)}, 10, 4, 0, 1, false, 1, 1},
+		{"maxInFlight percent rounds up", v1alpha1.MachineHealthCheckRemediation{MaxInFlight: pct("25%")}, 5, 4, 0, 0, false, 2, 1},
+		{"failing Machines count: 1 unhealthy and 2 failing of 5 held back", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 1, 2, 0, true, 0, 0},
+		{"failing Machines count: 1 unhealthy and 1 failing of 5 go", v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 1, 1, 0, false, maxInt, 0},
+		{"failing Machines are not healthy", v1alpha1.MachineHealthCheckRemediation{}, 5, 1, 2, 0, false, maxInt, 2},
+		{"maxInFlight used up", v1alpha1.MachineHealthCheckRemediation{MaxInFlight: num(1)}, 10, 4, 0, 3, false, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := computeBudget(&tc.rem, tc.expected, tc.unhealthy, tc.inFlight)
+			b, err := computeBudget(&tc.rem, tc.expected, tc.unhealthy, tc.failing, tc.inFlight)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +49,11 @@ func TestBudget(t *testing.T) {
 			}
 		})
 	}
-	if _, err := computeBudget(&v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[5-3]")}, 5, 1, 0); err == nil {
+	held, err := computeBudget(&v1alpha1.MachineHealthCheckRemediation{TriggerIf: le(pct("40%"))}, 5, 1, 2, 0)
+	if want := "3 of 5 Machines are unhealthy (2 failing a check whose timeout runs), more than"; err != nil || !strings.HasPrefix(held.why, want) {
+		t.Errorf("held back because %q (%v); want it to start %q", held.why, err, want)
+	}
+	if _, err := computeBudget(&v1alpha1.MachineHealthCheckRemediation{TriggerIf: in("[5-3]")}, 5, 1, 0, 0); err == nil {
 		t.Error("an upside-down range written around admission was accepted")
 	}
 }

@@ -19,6 +19,11 @@ type verdict struct {
 	// recheckIn is when the verdict may change by time alone (a condition's
 	// timeout running out); 0 when only an event can change it.
 	recheckIn time.Duration
+	// failing: healthy for now, but a listed condition holds its status
+	// and its timeout runs. Such a Machine is not counted healthy, and
+	// counts towards triggerIf: a zone going dark Node by Node is held
+	// back at the first timeout, not after the first few are replaced.
+	failing bool
 }
 
 // Reasons of an unhealthy verdict (the HealthCheckSucceeded condition's).
@@ -47,7 +52,7 @@ const (
 // is unhealthy at once; one that never had a Node is unhealthy after
 // nodeStartupTimeout from the start of its create (classlimit.CreateStart);
 // a listed condition is unhealthy once it has held its status for its
-// timeout.
+// timeout, and failing until then.
 func judge(checks *v1alpha1.MachineHealthCheckChecks, m *v1alpha1.Machine, node *corev1.Node, now time.Time) verdict {
 	if m.Status.FailureReason != "" {
 		return verdict{reason: ReasonMachineFailed, message: "the Machine is Failed: " + m.Status.FailureReason}
@@ -82,6 +87,7 @@ func judge(checks *v1alpha1.MachineHealthCheckChecks, m *v1alpha1.Machine, node 
 				if string(c.Type) == want.Type && string(c.Status) == want.Status {
 					due(c.LastTransitionTime.Time, want.Timeout.Duration, ReasonUnhealthyNode,
 						fmt.Sprintf("Node %s has %s=%s for more than %s", node.Name, want.Type, want.Status, want.Timeout.Duration))
+					v.failing = v.healthy
 				}
 			}
 		}
@@ -90,6 +96,7 @@ func judge(checks *v1alpha1.MachineHealthCheckChecks, m *v1alpha1.Machine, node 
 		if c := meta.FindStatusCondition(m.Status.Conditions, want.Type); c != nil && string(c.Status) == want.Status {
 			due(c.LastTransitionTime.Time, want.Timeout.Duration, ReasonUnhealthyMachine,
 				fmt.Sprintf("the Machine has %s=%s for more than %s", want.Type, want.Status, want.Timeout.Duration))
+			v.failing = v.healthy
 		}
 	}
 	if !v.healthy {

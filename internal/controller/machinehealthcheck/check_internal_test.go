@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
@@ -39,6 +40,51 @@ func TestNodeStartupTimeoutCountsFromTheCreateStart(t *testing.T) {
 		if v.healthy != tc.healthy || v.recheckIn != tc.recheckIn {
 			t.Errorf("%s: healthy %v (%s: %s), recheck in %s; want healthy %v, recheck in %s",
 				tc.name, v.healthy, v.reason, v.message, v.recheckIn, tc.healthy, tc.recheckIn)
+		}
+	}
+}
+
+// A listed condition holding its status within its timeout makes the
+// Machine failing: still passing, but not counted healthy (triggerIf).
+// A Machine waiting for its first Node is not failing.
+func TestAConditionWithinItsTimeoutIsFailing(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	checks := &v1alpha1.MachineHealthCheckChecks{
+		NodeStartupTimeout: &metav1.Duration{Duration: 10 * time.Minute},
+		UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
+			{Type: "Ready", Status: "False", Timeout: metav1.Duration{Duration: 5 * time.Second}},
+			{Type: "DiskPressure", Status: "True", Timeout: metav1.Duration{Duration: time.Minute}},
+		},
+	}
+	running := &v1alpha1.Machine{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		Status:     v1alpha1.MachineStatus{NodeRef: &v1alpha1.NodeReference{Name: "n"}},
+	}
+	node := func(conds ...corev1.NodeCondition) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Status: corev1.NodeStatus{Conditions: conds}}
+	}
+	cond := func(t corev1.NodeConditionType, s corev1.ConditionStatus, ago time.Duration) corev1.NodeCondition {
+		return corev1.NodeCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+	}
+	starting := &v1alpha1.Machine{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}}
+	for _, tc := range []struct {
+		name             string
+		m                *v1alpha1.Machine
+		node             *corev1.Node
+		healthy, failing bool
+	}{
+		{"Ready", running, node(cond("Ready", "True", time.Hour)), true, false},
+		{"NotReady for 2s of 5s", running, node(cond("Ready", "False", 2*time.Second)), true, true},
+		{"NotReady for 6s of 5s", running, node(cond("Ready", "False", 6*time.Second)), false, false},
+		{"NotReady past its timeout, DiskPressure within", running,
+			node(cond("Ready", "False", 6*time.Second), cond("DiskPressure", "True", time.Second)), false, false},
+		{"DiskPressure within its timeout, NotReady past", running,
+			node(cond("DiskPressure", "True", time.Second), cond("Ready", "False", 6*time.Second)), false, false},
+		{"waiting for its first Node", starting, nil, true, false},
+	} {
+		v := judge(checks, tc.m, tc.node, now)
+		if v.healthy != tc.healthy || v.failing != tc.failing {
+			t.Errorf("%s: healthy %v, failing %v (%s); want healthy %v, failing %v", tc.name, v.healthy, v.failing, v.message, tc.healthy, tc.failing)
 		}
 	}
 }

@@ -40,8 +40,9 @@ type judged struct {
 	// targets are the selected Machines, by name, with their verdicts
 	// (no machine nor node).
 	targets map[string]*target
-	// expected counts the targets no other health check selects.
-	expected int
+	// expected counts the targets no other health check selects, and
+	// failing those of them whose verdict is failing.
+	expected, failing int
 	// due are the targets that pass but whose verdict changes by time
 	// alone (a timeout running), and when it may.
 	due map[string]time.Time
@@ -204,6 +205,9 @@ func (g *judgment) quiet(t *target) bool {
 func (j *judged) set(name string, t *target, quiet bool, now time.Time, acting []*target) []*target {
 	if old := j.targets[name]; old != nil && len(old.conflict) == 0 {
 		j.expected--
+		if old.verdict.failing {
+			j.failing--
+		}
 	}
 	delete(j.targets, name)
 	delete(j.due, name)
@@ -214,6 +218,9 @@ func (j *judged) set(name string, t *target, quiet bool, now time.Time, acting [
 	j.targets[name] = &target{verdict: t.verdict, conflict: t.conflict, versions: t.versions}
 	if len(t.conflict) == 0 {
 		j.expected++
+		if t.verdict.failing {
+			j.failing++
+		}
 		if t.verdict.healthy && t.verdict.recheckIn > 0 {
 			j.due[name] = now.Add(t.verdict.recheckIn)
 		}
@@ -277,7 +284,8 @@ func (g *judgment) recheck(ctx context.Context, j *judged) {
 			}
 		case f.versions != t.versions:
 			// an event on its way: the next reconcile reads it
-		case f.verdict.healthy != t.verdict.healthy || f.verdict.reason != t.verdict.reason || f.verdict.message != t.verdict.message ||
+		case f.verdict.healthy != t.verdict.healthy || f.verdict.failing != t.verdict.failing ||
+			f.verdict.reason != t.verdict.reason || f.verdict.message != t.verdict.message ||
 			!slices.Equal(f.conflict, t.conflict) || fresh.active[name] != j.active[name]:
 			diffs = append(diffs, fmt.Sprintf("%s: kept %+v (conflict %v, active %t), judged now %+v (conflict %v, active %t)",
 				name, t.verdict, t.conflict, j.active[name], f.verdict, f.conflict, fresh.active[name]))

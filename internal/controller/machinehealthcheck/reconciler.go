@@ -121,7 +121,7 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	b, err := computeBudget(&mhc.Spec.Remediation, j.expected, len(unhealthy), len(inFlight))
+	b, err := computeBudget(&mhc.Spec.Remediation, j.expected, len(unhealthy), j.failing, len(inFlight))
 	if err != nil {
 		// Only a health check written around admission gets here.
 		r.setStatusCondition(mhc, v1alpha1.RemediationAllowedCondition, false, "InvalidSpec", err.Error(), now)
@@ -197,7 +197,7 @@ func (r *Reconciler) remediate(ctx context.Context, mhc *v1alpha1.MachineHealthC
 		r.event(mhc, corev1.EventTypeNormal, "RemediationStarted",
 			fmt.Sprintf("remediating %d unhealthy Machine(s) (%s): %s", len(started), r.mode(mhc), strings.Join(started, ", ")))
 	}
-	r.fillStatus(mhc, j.expected, unhealthy, reasons, conflicts, b, now)
+	r.fillStatus(mhc, j, unhealthy, reasons, conflicts, b, now)
 	return res, nil
 }
 

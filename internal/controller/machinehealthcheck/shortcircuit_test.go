@@ -14,43 +14,55 @@ import (
 )
 
 // TestShortCircuitHoldsAZoneOutageBackAndResumes: a zone of 5 Machines
-// goes NotReady at once; with unhealthyLessThanOrEqualTo 40% nothing is
-// remediated, the status and an Event say why; when 3 recover, the other
-// 2 are replaced.
+// goes NotReady, a Node every 1.5 s; with unhealthyLessThanOrEqualTo 40%
+// nothing is remediated, the status and an Event say why; when 3
+// recover, the other 2 are replaced.
+//
+// When the first Node's timeout runs out only it is unhealthy: the four
+// that went dark after it are failing, and count too. Counted as healthy
+// (as they once were), 1 of 5 was within the limit and the first
+// Machines were replaced before the rest of the zone was judged.
 func TestShortCircuitHoldsAZoneOutageBackAndResumes(t *testing.T) {
 	h := newHarness(t)
 	h.Class("small", `{"region":"local","zones":["local-a"]}`)
 	set(h, "zone", 5)
 	healthCheck(h, "zone", v1alpha1.MachineHealthCheckSpec{
 		Selector: selecting("zone"),
-		// The zone goes dark one Node at a time: the condition's timeout
-		// must outlast the five flips, or a loaded machine lets the health
-		// check judge (and, at 2 of 5, rightly replace) the first Nodes
-		// before the last ones are dark.
+		// The timeout outlasts the five flips (6 s) with room for a
+		// loaded machine: a Node still Ready at the first timeout counts
+		// as healthy, and rightly so.
 		Checks: v1alpha1.MachineHealthCheckChecks{UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
-			nodeCondition("Ready", "False", 5*time.Second),
-			nodeCondition("Ready", "Unknown", 5*time.Second),
+			nodeCondition("Ready", "False", 10*time.Second),
+			nodeCondition("Ready", "Unknown", 10*time.Second),
 		}},
 		Remediation: v1alpha1.MachineHealthCheckRemediation{
 			TriggerIf: &v1alpha1.MachineHealthCheckTriggerIf{UnhealthyLessThanOrEqualTo: ptrTo(intstr.FromString("40%"))},
 		},
 	})
 	zone := waitRunning(h, "zone", 5)
-	for _, m := range zone {
+	for i, m := range zone {
+		if i > 0 {
+			time.Sleep(1500 * time.Millisecond) // condition times have whole seconds
+		}
 		setNodeReady(h, m, false)
 	}
 
 	var mhc *v1alpha1.MachineHealthCheck
 	h.Eventually(30*time.Second, "the health check to hold remediation back", func() (bool, error) {
 		mhc = getHealthCheck(h, "zone")
+		for _, m := range zone {
+			if replaced(h, m.Name) {
+				return false, fmt.Errorf("Machine %s was replaced as the zone went dark", m.Name)
+			}
+		}
 		c := conditionOf(mhc.Status.Conditions, v1alpha1.RemediationAllowedCondition)
-		return c != nil && c.Status == metav1.ConditionFalse && mhc.Status.CurrentHealthy == 0, nil
+		return c != nil && c.Status == metav1.ConditionFalse && len(mhc.Status.UnhealthyMachines) == 5, nil
 	})
 	c := conditionOf(mhc.Status.Conditions, v1alpha1.RemediationAllowedCondition)
 	if !strings.Contains(c.Message, "5 of 5 Machines are unhealthy") || !strings.Contains(c.Message, "40%") {
 		t.Errorf("RemediationAllowed says %q; want the count and the limit", c.Message)
 	}
-	if mhc.Status.ExpectedMachines != 5 || mhc.Status.RemediationsAllowed != 0 || len(mhc.Status.UnhealthyMachines) != 5 {
+	if mhc.Status.ExpectedMachines != 5 || mhc.Status.CurrentHealthy != 0 || mhc.Status.RemediationsAllowed != 0 || len(mhc.Status.UnhealthyMachines) != 5 {
 		t.Errorf("status = %+v", mhc.Status)
 	}
 	h.ExpectEvent("RemediationRestricted", "zone")

@@ -15,11 +15,11 @@ import (
 // fillStatus writes what the reconcile found into the health check's
 // status, and an Event when the short-circuit starts or ends holding
 // remediation back.
-func (r *Reconciler) fillStatus(mhc *v1alpha1.MachineHealthCheck, expected int, unhealthy []*target, reasons map[string]string,
+func (r *Reconciler) fillStatus(mhc *v1alpha1.MachineHealthCheck, j *judged, unhealthy []*target, reasons map[string]string,
 	conflicts []string, b budget, now time.Time) {
 	st := &mhc.Status
-	st.ExpectedMachines = int32(expected)
-	st.CurrentHealthy = int32(expected - len(unhealthy))
+	st.ExpectedMachines = int32(j.expected)
+	st.CurrentHealthy = int32(j.expected - len(unhealthy) - j.failing)
 	st.RemediationsAllowed = int32(b.allowed)
 	st.ObservedGeneration = mhc.Generation
 	st.UnhealthyMachines = nil
@@ -40,10 +40,10 @@ func (r *Reconciler) fillStatus(mhc *v1alpha1.MachineHealthCheck, expected int, 
 		}
 	} else {
 		r.setStatusCondition(mhc, v1alpha1.RemediationAllowedCondition, true, ReasonRemediationAllowed,
-			fmt.Sprintf("%d of %d Machines are unhealthy: remediation allowed", len(unhealthy), expected), now)
+			b.counted+": remediation allowed", now)
 		if wasHeldBack {
 			r.event(mhc, corev1.EventTypeNormal, "RemediationResumed",
-				fmt.Sprintf("%d of %d Machines are unhealthy: remediation resumes", len(unhealthy), expected))
+				b.counted+": remediation resumes")
 		}
 	}
 
