@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -14,7 +15,7 @@ import (
 )
 
 // TestShortCircuitHoldsAZoneOutageBackAndResumes: a zone of 5 Machines
-// goes NotReady, a Node every 1.5 s; with unhealthyLessThanOrEqualTo 40%
+// goes NotReady, a Node a second; with unhealthyLessThanOrEqualTo 40%
 // nothing is remediated, the status and an Event say why; when 3
 // recover, the other 2 are replaced.
 //
@@ -28,7 +29,7 @@ func TestShortCircuitHoldsAZoneOutageBackAndResumes(t *testing.T) {
 	set(h, "zone", 5)
 	healthCheck(h, "zone", v1alpha1.MachineHealthCheckSpec{
 		Selector: selecting("zone"),
-		// The timeout outlasts the five flips (6 s) with room for a
+		// The timeout outlasts the five flips (about 5 s) with room for a
 		// loaded machine: a Node still Ready at the first timeout counts
 		// as healthy, and rightly so.
 		Checks: v1alpha1.MachineHealthCheckChecks{UnhealthyNodeConditions: []v1alpha1.UnhealthyNodeCondition{
@@ -40,11 +41,28 @@ func TestShortCircuitHoldsAZoneOutageBackAndResumes(t *testing.T) {
 		},
 	})
 	zone := waitRunning(h, "zone", 5)
-	for i, m := range zone {
-		if i > 0 {
-			time.Sleep(1500 * time.Millisecond) // condition times have whole seconds
-		}
+	// Condition times have whole seconds: each Node goes dark once the
+	// previous one's NotReady is recorded and the clock has left its
+	// second, so their timeouts run out one after another.
+	var last time.Time
+	for _, m := range zone {
+		h.Eventually(5*time.Second, "the second of the last NotReady to pass", func() (bool, error) {
+			return time.Now().Truncate(time.Second).After(last), nil
+		})
 		setNodeReady(h, m, false)
+		h.Eventually(30*time.Second, "Node "+m.Status.NodeRef.Name+" to be NotReady", func() (bool, error) {
+			node, err := h.Node(m.Status.NodeRef.Name)
+			if err != nil {
+				return false, err
+			}
+			for _, c := range node.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+					last = c.LastTransitionTime.Time
+					return true, nil
+				}
+			}
+			return false, nil
+		})
 	}
 
 	var mhc *v1alpha1.MachineHealthCheck
