@@ -84,4 +84,15 @@ func TestInfraControllerSharesTheCloud(t *testing.T) {
 	if got.ProviderID != ptr.Deref(sm.Spec.ProviderID, "") {
 		t.Errorf("the driver reports VM %q; the SimMachine names %q", got.ProviderID, ptr.Deref(sm.Spec.ProviderID, ""))
 	}
+
+	// The VM's Node registers and turns Ready, the sim reading it from
+	// its Node cache.
+	var node corev1.Node
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Name: m.Name}, &node)
+		return err == nil && node.Spec.ProviderID == got.ProviderID && testenv.NodeReady(&node), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the VM's Node is not Ready: %v; Node %+v", err, node.Status.Conditions)
+	}
 }

@@ -76,8 +76,12 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("cluster client: %w", err)
 	}
+	nodes, err := newNodeCache(cfg)
+	if err != nil {
+		return err
+	}
 	s, err := sim.New(sim.Options{
-		Name: o.Name, Client: c, NodeMode: sim.NodeMode(o.NodeMode),
+		Name: o.Name, Client: c, NodeReader: nodes, NodeMode: sim.NodeMode(o.NodeMode),
 		NodeWorkers: o.NodeWorkers, NodeResync: o.NodeResync,
 		SnapshotPath: o.SnapshotPath, Logger: log,
 	})
@@ -101,7 +105,15 @@ func Run(ctx context.Context, o *Options, log *slog.Logger) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return s.Start(gctx) })
+	g.Go(func() error { return nodes.Start(gctx) })
+	g.Go(func() error {
+		// The Nodes are read from the cache: wait for its first list. The
+		// driver is served meanwhile; its Node work waits in the queue.
+		// When ctx ends first, Start still runs, to end at once and save
+		// the snapshot.
+		waitForNodeCache(gctx, nodes, log)
+		return s.Start(gctx)
+	})
 	if mgr != nil {
 		g.Go(func() error { return mgr.Start(gctx) })
 	}

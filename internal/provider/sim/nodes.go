@@ -24,7 +24,9 @@ import (
 // the cloud's current state (level-based), so repeats and restarts are
 // harmless.
 type registrar struct {
-	client  client.Client
+	client client.Client
+	// nodes is where Nodes are read: Options.NodeReader, or client.
+	nodes   client.Reader
 	mode    NodeMode
 	cloud   *Cloud
 	clock   clock.WithTicker
@@ -39,9 +41,18 @@ type registrar struct {
 // Node of the same name, from a deleted VM, is still in the cluster.
 const notYetGoneRetry = 5 * time.Second
 
+// lagRetry is when a Node is looked at again after its create found it
+// there: Options.NodeReader, a cache, had not seen it yet.
+const lagRetry = time.Second
+
 func newRegistrar(opts Options, cloud *Cloud) *registrar {
+	nodes := opts.NodeReader
+	if nodes == nil {
+		nodes = opts.Client
+	}
 	return &registrar{
 		client: opts.Client,
+		nodes:  nodes,
 		mode:   opts.NodeMode,
 		cloud:  cloud,
 		clock:  opts.Clock,
@@ -91,10 +102,11 @@ func (r *registrar) run(ctx context.Context) {
 
 // enqueueAll puts every VM's Node on the queue, behind the queue's own
 // work: a booted VM's Node is added only while fewer than r.workers wait,
-// so the Node of a VM made meanwhile waits behind that many at most. Each
-// check reads the Node from the API server; a resync that queued all 5000
-// at once held the Nodes of new VMs back for 100 s, the time 5000 reads
-// take at the client's 50 a second (docs/benchmarks.md).
+// so the Node of a VM made meanwhile waits behind that many at most.
+// Without a NodeReader each check reads the Node from the API server; a
+// resync that queued all 5000 at once held the Nodes of new VMs back for
+// 100 s, the time 5000 reads take at the client's 50 a second
+// (docs/benchmarks.md).
 func (r *registrar) enqueueAll(ctx context.Context) {
 	for _, vm := range r.cloud.VMs() {
 		if after := vm.BootAt.Sub(r.clock.Now()); after > 0 {
@@ -172,8 +184,14 @@ func (r *registrar) reconcile(ctx context.Context, name string) (time.Duration, 
 	if !vm.Booted(now) {
 		return vm.BootAt.Sub(now), nil
 	}
+	key := client.ObjectKey{Name: name}
 	var node corev1.Node
-	err := r.client.Get(ctx, client.ObjectKey{Name: name}, &node)
+	err := r.nodes.Get(ctx, key, &node)
+	if apierrors.IsNotFound(err) && vm.NodeRegisteredAt != nil {
+		// About to leave the Node gone for good: a cache's NotFound may
+		// only be its lag behind the registration, so ask the API server.
+		err = r.client.Get(ctx, key, &node)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		if vm.State == VMStopped {
@@ -185,7 +203,13 @@ func (r *registrar) reconcile(ctx context.Context, name string) (time.Duration, 
 			return 0, nil
 		}
 		node = *buildNode(&vm, r.mode, now)
-		if err := r.client.Create(ctx, &node); err != nil {
+		err := r.client.Create(ctx, &node)
+		if apierrors.IsAlreadyExists(err) {
+			// The read lagged behind a Node made since: look again once
+			// the read shows it, and decide then whose it is.
+			return lagRetry, nil
+		}
+		if err != nil {
 			return 0, fmt.Errorf("registering Node %s: %w", name, err)
 		}
 		r.log.Info("registered Node", "node", name, "vm", vm.ID, "providerID", vm.ProviderID)
@@ -219,10 +243,12 @@ func (r *registrar) reconcile(ctx context.Context, name string) (time.Duration, 
 }
 
 // vmGone makes the Node of a deleted VM NotReady, if it is still there
-// and is one of the sim's Nodes with no live VM.
+// and is one of the sim's Nodes with no live VM. With a NodeReader that
+// lags, a Node deleted meanwhile answers the write NotFound: it is gone,
+// which is all this wanted.
 func (r *registrar) vmGone(ctx context.Context, name string) error {
 	var node corev1.Node
-	err := r.client.Get(ctx, client.ObjectKey{Name: name}, &node)
+	err := r.nodes.Get(ctx, client.ObjectKey{Name: name}, &node)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -232,7 +258,10 @@ func (r *registrar) vmGone(ctx context.Context, name string) error {
 	if !strings.HasPrefix(node.Spec.ProviderID, "sim://") || r.cloud.hasProviderID(node.Spec.ProviderID) {
 		return nil
 	}
-	return r.ensureHealth(ctx, &node, vmDeleted, r.clock.Now())
+	if err := r.ensureHealth(ctx, &node, vmDeleted, r.clock.Now()); !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // ensureHealth makes the Node look as want says. In builtin mode the sim

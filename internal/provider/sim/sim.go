@@ -43,6 +43,14 @@ type Options struct {
 	// Client reaches the target cluster, where VMs register their Nodes.
 	// Nil: VMs never register Nodes (pure driver tests).
 	Client client.Client
+	// NodeReader, when set, is where Nodes are read instead of Client:
+	// an informer's cache, so that looking at a Node, and every resync,
+	// costs the API server nothing. A cache lags the API server by a
+	// watch event; the sim asks Client before it trusts a NotFound that
+	// would leave a Node gone, and looks again when a create finds the
+	// Node there. A Node registered within that lag before its VM is
+	// deleted may stay Ready (the machine controller deletes it anyway).
+	NodeReader client.Reader
 	// NodeMode is builtin (default) or kwok.
 	NodeMode NodeMode
 	// NodeWorkers register and update Nodes concurrently (default 8).
