@@ -19,9 +19,13 @@ const (
 // admission plugin, and service-account tokens signed with the
 // generated key pair.
 func (c *Cluster) apiServer() (*component, error) {
+	audit, err := c.auditArgs()
+	if err != nil {
+		return nil, err
+	}
 	return &component{
 		name: APIServer,
-		args: []string{
+		args: append([]string{
 			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.ports.etcdClient),
 			"--bind-address=" + c.opts.APIServerBindAddress,
 			"--advertise-address=127.0.0.1",
@@ -64,7 +68,7 @@ func (c *Cluster) apiServer() (*component, error) {
 			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 			"--proxy-client-cert-file=" + c.pki.proxyClientCert,
 			"--proxy-client-key-file=" + c.pki.proxyClientKey,
-		},
+		}, audit...),
 		// /readyz, asked as the administrator, passes once etcd is
 		// reachable and every post-start hook (RBAC bootstrap policy, the
 		// priority classes, ...) has run.

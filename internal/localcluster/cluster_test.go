@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,7 +34,7 @@ func TestCluster(t *testing.T) {
 	dir := t.TempDir()
 	begin := time.Now()
 	vmIP := net.IPv4(10, 0, 2, 100)
-	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf, APIServerExtraIPs: []net.IP{vmIP}, APIServerBindAddress: "0.0.0.0"})
+	c, err := Start(ctx, Options{Dir: dir, Logf: t.Logf, APIServerExtraIPs: []net.IP{vmIP}, APIServerBindAddress: "0.0.0.0", AuditReads: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +46,42 @@ func TestCluster(t *testing.T) {
 	t.Logf("cluster started in %s", time.Since(begin).Round(100*time.Millisecond))
 	cs := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	const nodeName = "kwok-node-1"
+
+	t.Run("reads are audited, writes are not", func(t *testing.T) {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, "kube-public", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "audit-probe", Namespace: "default"}}
+		if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// audited lists the log's events as "verb resource name".
+		audited := func() []string {
+			log, _ := os.ReadFile(c.AuditLogPath())
+			var events []string
+			for _, line := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+				var e struct {
+					Verb      string `json:"verb"`
+					ObjectRef struct{ Resource, Name string }
+				}
+				if json.Unmarshal(line, &e) == nil {
+					events = append(events, e.Verb+" "+e.ObjectRef.Resource+" "+e.ObjectRef.Name)
+				}
+			}
+			return events
+		}
+		var events []string
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			events = audited()
+			return slices.Contains(events, "get namespaces kube-public"), nil
+		})
+		if err != nil {
+			t.Fatalf("the audit log %s lacks the namespace's GET: %v; it holds %d events", c.AuditLogPath(), err, len(events))
+		}
+		if slices.Contains(events, "create configmaps audit-probe") {
+			t.Error("the audit log holds a create; want reads only")
+		}
+	})
 
 	t.Run("healthy through the kubeconfig", func(t *testing.T) {
 		if c.Kubeconfig() != filepath.Join(dir, "kubeconfig") || c.Dir() != dir {

@@ -69,6 +69,11 @@ type Options struct {
 	// grace period; the zero value is the defaults. HeartbeatsFor(n) gives
 	// settings under which kwok keeps n Nodes Ready on a small machine.
 	NodeHeartbeats NodeHeartbeats
+	// AuditReads makes kube-apiserver log every read request (get, list,
+	// and each watch's start) with its user and user agent, to
+	// AuditLogPath: who reads what. Each request then waits for its line
+	// to be written, which costs the API server CPU and its clients time.
+	AuditReads bool
 	// Logf, when set, receives progress messages ("etcd healthy after
 	// 1.2s").
 	Logf func(format string, args ...any)

@@ -67,11 +67,12 @@ func newScheme() *runtime.Scheme {
 }
 
 // startCluster starts the control plane, with kwok's Leases and
-// kube-controller-manager's grace period as hb says, and installs the CRDs.
+// kube-controller-manager's grace period as hb says and, with auditReads,
+// an audit log of every read request, and installs the CRDs.
 // Every binary it starts, then and later, is in bin.
-func startCluster(ctx context.Context, root, bin, dir string, hb localcluster.NodeHeartbeats, qps float32, burst int) (*env, error) {
+func startCluster(ctx context.Context, root, bin, dir string, hb localcluster.NodeHeartbeats, auditReads bool, qps float32, burst int) (*env, error) {
 	e := &env{root: root, bin: bin, scheme: newScheme(), qps: qps, burst: burst}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: e.bin, Dir: dir, Logf: logf, NodeHeartbeats: hb})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: e.bin, Dir: dir, Logf: logf, NodeHeartbeats: hb, AuditReads: auditReads})
 	if err != nil {
 		return nil, err
 	}
@@ -227,4 +228,20 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// auditLength is the audit log's length now (-audit-reads; 0 without it).
+func (e *env) auditLength() (int64, error) {
+	path := e.cluster.AuditLogPath()
+	if path == "" {
+		return 0, nil
+	}
+	fi, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("the audit log: %w", err)
+	}
+	return fi.Size(), nil
 }

@@ -63,6 +63,7 @@ func main() {
 	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
 	bin := flag.String("bin", "", "directory of every binary the run starts (kube-apiserver and the rest, millwright-sim, millwright-manager; default: the repository's bin/), e.g. to compare two builds of the manager")
 	withGuards := flag.Bool("guards", false, "give the fleet a MachineHealthCheck and a MachineDisruptionBudget (the check never remediates, the budget grants the deletions; their controllers' work is in the figures), as a production fleet has them")
+	auditReads := flag.Bool("audit-reads", false, "have kube-apiserver log every read request and report each scenario's reads per Machine by client (costs the API server CPU: its times are not comparable with runs without it)")
 	floorHold := flag.Duration("floor-hold", 0, "keep the floor's Ready Nodes this long and count Ready flaps and Lease PUTs (tests kwok's heartbeats at -n)")
 	flag.Parse()
 	// The observer's informers log through controller-runtime; their
@@ -93,7 +94,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, bin: *bin, guards: *withGuards})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, bin: *bin, guards: *withGuards, auditReads: *auditReads})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -142,6 +143,8 @@ type config struct {
 	bin string
 	// guards gives the fleet a health check and a disruption budget.
 	guards bool
+	// auditReads has the API server log its reads, counted by client.
+	auditReads bool
 }
 
 // run starts everything, runs the scenarios asked for and stops
@@ -167,7 +170,7 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 	if bin == "" {
 		bin = filepath.Join(root, "bin")
 	}
-	e, err := startCluster(ctx, root, bin, dir, hb, cfg.qps, cfg.burst)
+	e, err := startCluster(ctx, root, bin, dir, hb, cfg.auditReads, cfg.qps, cfg.burst)
 	if e != nil {
 		e.managerArgs, e.guards = cfg.managerArgs, cfg.guards
 	}

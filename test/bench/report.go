@@ -53,6 +53,11 @@ type result struct {
 	// verb / N.
 	APIServerReads           map[string]float64 `json:"apiserver_reads,omitempty"`
 	APIServerReadsPerMachine map[string]float64 `json:"apiserver_reads_per_machine,omitempty"`
+	// APIServerReadsByClientPerMachine are the same reads by who made
+	// them, "client VERB resource" (auditEvent.key), / N, those that
+	// round to at least 0.01: only with -audit-reads, from the API
+	// server's audit log.
+	APIServerReadsByClientPerMachine map[string]float64 `json:"apiserver_reads_by_client_per_machine,omitempty"`
 	// QPS and Burst are the client limits of the manager, the sim and the floor.
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
@@ -146,6 +151,9 @@ func writeRatios(w io.Writer, results []*result) error {
 		}
 		if r.CPU != nil {
 			lines = append(lines, fmt.Sprintf("%s CPU: %s", r.Scenario, r.CPU.line()))
+		}
+		if top := topReads(r.APIServerReadsByClientPerMachine, 0.05); len(top) > 0 {
+			lines = append(lines, fmt.Sprintf("%s reads per Machine by client (at least 0.05): %s", r.Scenario, strings.Join(top, ", ")))
 		}
 		if r.Held != nil {
 			lines = append(lines, fmt.Sprintf("floor hold: %d Nodes kept %.1f s, %d Ready flaps, %d not Ready at the end, %.1f Lease PUTs/s, oldest Lease %.1f s",

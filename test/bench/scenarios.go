@@ -21,12 +21,20 @@ type meter struct {
 	cpu   cpuSnapshot
 	peaks *peaks
 	flaps int64 // the observer's Node Ready flaps at the start
+	// auditFrom is the audit log's length at the start (-audit-reads).
+	auditFrom int64
 }
 
 // startMeter starts measuring a scenario whose fleet must stay within bound.
 func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error) {
 	e := b.e
 	pid := e.managerPID()
+	// Before the counters: a read received after their time is logged
+	// after this length.
+	auditFrom, err := e.auditLength()
+	if err != nil {
+		return nil, err
+	}
 	start, err := e.readCounters(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
@@ -34,7 +42,7 @@ func (b *bench) startMeter(ctx context.Context, bound fleetBound) (*meter, error
 	if err := b.o.fleet.reset(bound); err != nil {
 		return nil, fmt.Errorf("before this scenario: %w", err)
 	}
-	return &meter{e: e, o: b.o, start: start, cpu: takeCPU(e.cluster.PIDs()), peaks: startPeaks(ctx, e.metricsURL, pid), flaps: b.o.nodeFlaps.Load()}, nil
+	return &meter{e: e, o: b.o, start: start, cpu: takeCPU(e.cluster.PIDs()), peaks: startPeaks(ctx, e.metricsURL, pid), flaps: b.o.nodeFlaps.Load(), auditFrom: auditFrom}, nil
 }
 
 // finish ends the measurement; per-machine figures are divided by n. When
@@ -106,6 +114,18 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		r.APIServerReadsPerMachine = map[string]float64{}
 		for verb, v := range reads {
 			r.APIServerReadsPerMachine[verb] = round(v/float64(n), 2)
+		}
+		if path := m.e.cluster.AuditLogPath(); path != "" {
+			byClient, err := auditReads(path, m.auditFrom, m.start.at, end.at)
+			if err != nil {
+				return nil, fmt.Errorf("reading the audit log: %w", err)
+			}
+			r.APIServerReadsByClientPerMachine = map[string]float64{}
+			for k, v := range byClient {
+				if perMachine := round(v/float64(n), 2); perMachine > 0 {
+					r.APIServerReadsByClientPerMachine[k] = perMachine
+				}
+			}
 		}
 	}
 	if violation != nil {
