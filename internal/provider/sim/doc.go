@@ -101,7 +101,9 @@
 // writes only readiness. Failed writes are retried with backoff a bounded
 // number of times; every NodeResync all live VMs' Nodes are checked again,
 // behind the queue's own work (the Node of a VM made meanwhile is not held
-// back until every Node has been read).
+// back until every Node has been read). Nodes are read through Client, or
+// from NodeReader when set (millwright-sim gives it an informer's cache,
+// so checks and resyncs cost the API server no request).
 // Deleting a VM never deletes its Node (the machine controller does that)
 // but makes it NotReady. Like a kubelet, a VM registers its Node once: a
 // Node deleted from the cluster is not registered again while its VM runs.
