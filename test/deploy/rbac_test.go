@@ -117,7 +117,7 @@ var wantGrants = slices.Concat(
 		"millwright-manager.machine.millwright.dev"),
 	grants("Role millwright-system/millwright-manager-leader-election", "", "events", "create;patch"),
 	// The sim (the sidecar, or a manager running it in process).
-	grants("ClusterRole millwright-sim", "", "nodes", "get;create;patch"),
+	grants("ClusterRole millwright-sim", "", "nodes", "get;list;watch;create;patch"),
 	grants("ClusterRole millwright-sim", "", "nodes/status", "patch"),
 	// The sim's SimMachine controller (--infra-controller).
 	grants("ClusterRole millwright-sim", "infrastructure.millwright.dev", "simmachines", "get;list;watch;patch"),
