@@ -43,7 +43,7 @@ func (e *auditEvent) read() bool {
 	return false
 }
 
-// key names the reader and what it read: "client verb resource", the
+// key names the reader and what it read: "client VERB resource", the
 // client being the user agent's program, and for kube-system's service
 // accounts the account (kube-controller-manager's controller).
 func (e *auditEvent) key() string {
@@ -56,10 +56,7 @@ func (e *auditEvent) key() string {
 	}
 	what := "-"
 	if e.ObjectRef != nil && e.ObjectRef.Resource != "" {
-		what = e.ObjectRef.Resource
-		if e.ObjectRef.Subresource != "" {
-			what += "/" + e.ObjectRef.Subresource
-		}
+		what = resourceKey(e.ObjectRef.Resource, e.ObjectRef.Subresource)
 	}
 	return client + " " + strings.ToUpper(e.Verb) + " " + what
 }

@@ -206,10 +206,7 @@ func parseAPIServerRequests(metrics string) (writes, reads map[string]float64) {
 			continue
 		}
 		verb := l.labels["verb"]
-		key := l.labels["resource"]
-		if sub := l.labels["subresource"]; sub != "" {
-			key += "/" + sub
-		}
+		key := resourceKey(l.labels["resource"], l.labels["subresource"])
 		switch {
 		case l.name == "apiserver_request_total" && apiWriteVerbs[verb]:
 			writes[key+" "+verb] += l.value
@@ -223,6 +220,15 @@ func parseAPIServerRequests(metrics string) (writes, reads map[string]float64) {
 		}
 	}
 	return writes, reads
+}
+
+// resourceKey names what a request was for, "resource[/subresource]", as
+// every figure of the API server's requests names it.
+func resourceKey(resource, subresource string) string {
+	if subresource == "" {
+		return resource
+	}
+	return resource + "/" + subresource
 }
 
 // apiReadVerbs are the API server's verbs that read objects.
