@@ -41,28 +41,37 @@ var stageFiles = []string{
 	"pod-delete.yaml",
 }
 
-// Leases is how kwok keeps its Nodes' Leases. The zero value is kwok's
-// usual setting, a kubelet's: 40 s Leases, renewed every quarter of that
-// (10 s) by 4 workers, about 100 Lease PUTs a second per 1000 Nodes.
-type Leases struct {
-	// DurationSeconds is nodeLeaseDurationSeconds; kwok renews each Lease
-	// every DurationSeconds/4. Default 40.
-	DurationSeconds int
-	// Parallelism is nodeLeaseParallelism: Lease creates and renewals in
-	// flight at once. Default 4.
-	Parallelism int
+// Nodes is how kwok keeps its Nodes: their Leases, and how many Node
+// writes it has in flight. The zero value is kwok's usual setting, a
+// kubelet's: 40 s Leases, renewed every quarter of that (10 s) by 4
+// workers, about 100 Lease PUTs a second per 1000 Nodes, and 4 workers
+// playing the Node Stages.
+type Nodes struct {
+	// LeaseDurationSeconds is nodeLeaseDurationSeconds; kwok renews each
+	// Lease every LeaseDurationSeconds/4. Default 40.
+	LeaseDurationSeconds int
+	// LeaseParallelism is nodeLeaseParallelism: Lease creates and
+	// renewals in flight at once. Default 4.
+	LeaseParallelism int
+	// StageParallelism is nodePlayStageParallelism: Node Stages played at
+	// once, each a status PATCH (a new Node made Ready, the 10-20 minute
+	// status refresh, the not-ready Stage every 1-2 s). Default 4.
+	StageParallelism int
 }
 
 // Config returns kwok's --config: Node Leases renewed as a kubelet does
-// (kube-controller-manager judges a Node's liveness by its Lease) as
-// leases says, explicit parallelism, the pod IP range podCIDR (none if
+// (kube-controller-manager judges a Node's liveness by its Lease) and the
+// Node Stages' workers as nodes says, the pod IP range podCIDR (none if
 // empty), then the Stages.
-func Config(podCIDR string, leases Leases) string {
-	if leases.DurationSeconds <= 0 {
-		leases.DurationSeconds = 40
+func Config(podCIDR string, nodes Nodes) string {
+	if nodes.LeaseDurationSeconds <= 0 {
+		nodes.LeaseDurationSeconds = 40
 	}
-	if leases.Parallelism <= 0 {
-		leases.Parallelism = 4
+	if nodes.LeaseParallelism <= 0 {
+		nodes.LeaseParallelism = 4
+	}
+	if nodes.StageParallelism <= 0 {
+		nodes.StageParallelism = 4
 	}
 	options := `apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
@@ -71,9 +80,9 @@ options:
 	if podCIDR != "" {
 		options += "  cidr: " + podCIDR + "\n"
 	}
-	options += fmt.Sprintf("  nodeLeaseDurationSeconds: %d\n  nodeLeaseParallelism: %d\n", leases.DurationSeconds, leases.Parallelism)
-	options += `  nodePlayStageParallelism: 4
-  podPlayStageParallelism: 4
+	options += fmt.Sprintf("  nodeLeaseDurationSeconds: %d\n  nodeLeaseParallelism: %d\n  nodePlayStageParallelism: %d\n",
+		nodes.LeaseDurationSeconds, nodes.LeaseParallelism, nodes.StageParallelism)
+	options += `  podPlayStageParallelism: 4
   podsOnNodeSyncParallelism: 2
 `
 	docs := []string{options}

@@ -17,6 +17,10 @@ rules:
 - level: None
 `
 
+// auditLogMaxMB is the audit log's size in MB past which kube-apiserver
+// would rotate it: 1 TiB, never.
+const auditLogMaxMB = 1 << 20
+
 // AuditLogPath is the API server's audit log of read requests, one JSON
 // event a line, when Options.AuditReads is set; "" otherwise.
 func (c *Cluster) AuditLogPath() string {
@@ -36,5 +40,9 @@ func (c *Cluster) auditArgs() ([]string, error) {
 	if err := os.WriteFile(policy, []byte(readsAuditPolicy), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
-	return []string{"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLogPath(), "--audit-log-format=json"}, nil
+	return []string{"--audit-policy-file=" + policy, "--audit-log-path=" + c.AuditLogPath(), "--audit-log-format=json",
+		// One file for the whole run: a reader keeps its offset into it
+		// (the benchmark, per scenario), and kube-apiserver would rotate
+		// it at 100 MB, which an update of 5000 Machines passes.
+		fmt.Sprintf("--audit-log-maxsize=%d", auditLogMaxMB)}, nil
 }

@@ -61,9 +61,11 @@
 // kwok renews each Node's Lease every quarter of its duration (40 s by
 // default, as a kubelet): about 100 Lease PUTs a second per 1000 Nodes.
 // Options.NodeHeartbeats lengthens the Lease, adds renewal workers and
-// gives kube-controller-manager a matching --node-monitor-grace-period;
-// HeartbeatsFor(n) chooses them for n Nodes (the defaults up to 1000), as
-// the scale benchmark does (docs/benchmarks.md).
+// workers for the Node Stages (4 by default, each a status PATCH in
+// flight), and gives kube-controller-manager a matching
+// --node-monitor-grace-period; HeartbeatsFor(n) chooses them for n Nodes
+// (the defaults up to 1000), as the scale benchmark does
+// (docs/benchmarks.md).
 //
 // Chaos: the label node-not-ready.stage.kwok.x-k8s.io=true
 // (KwokNotReadyLabel) on a Node makes kwok report it Ready=False after a 1-2

@@ -7,13 +7,14 @@ import (
 	"github.com/millwright-dev/millwright/internal/kwok"
 )
 
-// NodeHeartbeats is how kwok keeps its Nodes alive and how long
-// kube-controller-manager waits before it calls one Unknown. The zero value
-// is a kubelet's and kube-controller-manager's defaults: 40 s Leases
-// renewed every 10 s by 4 kwok workers, a 50 s grace period. That is about
-// 100 Lease PUTs a second per 1000 Nodes; at 5000 Nodes on two shared
-// cores the API server cannot take 500 a second, the renewals fall behind
-// and Nodes go Unknown. HeartbeatsFor scales them with the fleet.
+// NodeHeartbeats is how kwok keeps its Nodes alive and their status
+// written, and how long kube-controller-manager waits before it calls one
+// Unknown. The zero value is kwok's, a kubelet's and
+// kube-controller-manager's defaults: 40 s Leases renewed every 10 s by 4
+// kwok workers, 4 workers for the Node Stages, a 50 s grace period. That
+// is about 100 Lease PUTs a second per 1000 Nodes; at 5000 Nodes on two
+// shared cores the API server cannot take 500 a second, the renewals fall
+// behind and Nodes go Unknown. HeartbeatsFor scales them with the fleet.
 type NodeHeartbeats struct {
 	// LeaseDuration is kwok's nodeLeaseDurationSeconds (whole seconds);
 	// kwok renews each Lease every quarter of it, as a kubelet does.
@@ -22,6 +23,10 @@ type NodeHeartbeats struct {
 	// LeaseParallelism is kwok's nodeLeaseParallelism: Lease writes in
 	// flight at once. Default 4.
 	LeaseParallelism int
+	// StageParallelism is kwok's nodePlayStageParallelism: Node status
+	// writes in flight at once (a new Node made Ready, the status refresh
+	// every 10-20 minutes, the not-ready Stage). Default 4.
+	StageParallelism int
 	// MonitorGracePeriod is kube-controller-manager's
 	// --node-monitor-grace-period: how long a Node's Lease may go
 	// unrenewed before its Ready condition becomes Unknown. It must exceed
@@ -47,9 +52,9 @@ const (
 // 1000 Nodes they are the defaults (the zero value), so small clusters
 // behave as real ones. Above, the Lease duration grows with n so that
 // renewals cost leasePUTsPerSecond in all (n Leases every duration/4), the
-// renewal workers grow with n (8 per 1000 Nodes) so that a PUT slowed to
-// hundreds of milliseconds on a loaded API server still leaves them ahead,
-// and the grace period is the Lease duration plus 10 s, as the defaults'
+// renewal workers and the Node Stages' workers grow with n (8 per 1000
+// Nodes each) so that a write slowed to hundreds of milliseconds on a
+// loaded API server still leaves them ahead, and the grace period is the Lease duration plus 10 s, as the defaults'
 // 50 s is 40 s plus 10 s: four renewal intervals may be missed before a
 // Node is called Unknown.
 func HeartbeatsFor(n int) NodeHeartbeats {
@@ -58,9 +63,11 @@ func HeartbeatsFor(n int) NodeHeartbeats {
 	}
 	seconds := (4*n + leasePUTsPerSecond - 1) / leasePUTsPerSecond // 4n/duration = leasePUTsPerSecond
 	lease := time.Duration(seconds) * time.Second
+	workers := 8 * ((n + 999) / 1000)
 	return NodeHeartbeats{
 		LeaseDuration:      lease,
-		LeaseParallelism:   8 * ((n + 999) / 1000),
+		LeaseParallelism:   workers,
+		StageParallelism:   workers,
 		MonitorGracePeriod: lease + 10*time.Second,
 	}
 }
@@ -79,7 +86,7 @@ func (h NodeHeartbeats) LeasePUTsPerSecond(n int) float64 {
 // period no longer than the renewal interval, or a Lease shorter than
 // kwok's one-second granularity.
 func (h NodeHeartbeats) check() error {
-	if h.LeaseDuration < 0 || h.LeaseParallelism < 0 || h.MonitorGracePeriod < 0 {
+	if h.LeaseDuration < 0 || h.LeaseParallelism < 0 || h.StageParallelism < 0 || h.MonitorGracePeriod < 0 {
 		return fmt.Errorf("localcluster: NodeHeartbeats %+v: negative setting", h)
 	}
 	if h.LeaseDuration > 0 && h.LeaseDuration < 4*time.Second {
@@ -95,9 +102,9 @@ func (h NodeHeartbeats) check() error {
 	return nil
 }
 
-// kwokLeases is the kwok configuration of these settings.
-func (h NodeHeartbeats) kwokLeases() kwok.Leases {
-	return kwok.Leases{DurationSeconds: int(h.LeaseDuration / time.Second), Parallelism: h.LeaseParallelism}
+// kwokNodes is the kwok configuration of these settings.
+func (h NodeHeartbeats) kwokNodes() kwok.Nodes {
+	return kwok.Nodes{LeaseDurationSeconds: int(h.LeaseDuration / time.Second), LeaseParallelism: h.LeaseParallelism, StageParallelism: h.StageParallelism}
 }
 
 // controllerManagerArgs are kube-controller-manager's flags for these

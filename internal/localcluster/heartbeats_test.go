@@ -23,14 +23,14 @@ func TestHeartbeatsForKeepsDefaultsUpTo1000(t *testing.T) {
 	if (NodeHeartbeats{}).controllerManagerArgs() != nil {
 		t.Error("the defaults must leave kube-controller-manager's flags alone")
 	}
-	if got := (NodeHeartbeats{}).kwokLeases(); got != (kwok.Leases{}) {
+	if got := (NodeHeartbeats{}).kwokNodes(); got != (kwok.Nodes{}) {
 		t.Errorf("the defaults give kwok %+v, want its defaults", got)
 	}
 }
 
 func TestHeartbeatsFor5000(t *testing.T) {
 	h := HeartbeatsFor(5000)
-	want := NodeHeartbeats{LeaseDuration: 400 * time.Second, LeaseParallelism: 40, MonitorGracePeriod: 410 * time.Second}
+	want := NodeHeartbeats{LeaseDuration: 400 * time.Second, LeaseParallelism: 40, StageParallelism: 40, MonitorGracePeriod: 410 * time.Second}
 	if h != want {
 		t.Fatalf("HeartbeatsFor(5000) = %+v, want %+v", h, want)
 	}
@@ -40,7 +40,7 @@ func TestHeartbeatsFor5000(t *testing.T) {
 	if err := h.check(); err != nil {
 		t.Error(err)
 	}
-	if got := h.kwokLeases(); got != (kwok.Leases{DurationSeconds: 400, Parallelism: 40}) {
+	if got := h.kwokNodes(); got != (kwok.Nodes{LeaseDurationSeconds: 400, LeaseParallelism: 40, StageParallelism: 40}) {
 		t.Errorf("kwok gets %+v", got)
 	}
 	if args := h.controllerManagerArgs(); !slices.Equal(args, []string{"--node-monitor-grace-period=6m50s"}) {
@@ -65,6 +65,7 @@ func TestHeartbeatsCheckRefusesFlapping(t *testing.T) {
 		{LeaseDuration: 400 * time.Second, MonitorGracePeriod: 100 * time.Second}, // renewed every 100 s
 		{LeaseDuration: 2 * time.Second},                                          // under kwok's granularity
 		{LeaseParallelism: -1},
+		{StageParallelism: -1},
 	} {
 		if err := h.check(); err == nil {
 			t.Errorf("%+v accepted", h)

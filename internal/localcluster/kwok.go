@@ -38,15 +38,15 @@ func (c *Cluster) kwok() (*component, error) {
 	if err := writeKubeconfig(kubeconfig, c.apiURL, c.pki, Kwok); err != nil {
 		return nil, err
 	}
-	return kwokComponent(dir, kubeconfig, podCIDR, c.opts.NodeHeartbeats.kwokLeases(), c.client, c.opts.Logf)
+	return kwokComponent(dir, kubeconfig, podCIDR, c.opts.NodeHeartbeats.kwokNodes(), c.client, c.opts.Logf)
 }
 
 // kwokComponent is kwok reaching the API server through kubeconfig, its
-// configuration (with the pod CIDR podCIDR, if not empty, and leases)
+// configuration (with the pod CIDR podCIDR, if not empty, and nodes)
 // written in dir, and the probe that tells it works.
-func kwokComponent(dir, kubeconfig, podCIDR string, leases kwok.Leases, client kubernetes.Interface, logf func(string, ...any)) (*component, error) {
+func kwokComponent(dir, kubeconfig, podCIDR string, nodes kwok.Nodes, client kubernetes.Interface, logf func(string, ...any)) (*component, error) {
 	configPath := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(configPath, []byte(kwok.Config(podCIDR, leases)), 0o600); err != nil {
+	if err := os.WriteFile(configPath, []byte(kwok.Config(podCIDR, nodes)), 0o600); err != nil {
 		return nil, err
 	}
 	probe := &kwokProbe{client: client, logf: logf}
@@ -73,7 +73,7 @@ func kwokComponent(dir, kubeconfig, podCIDR string, leases kwok.Leases, client k
 // Ready (bounded by timeout and ctx), so a caller's first Node is not raced
 // against kwok's start; on failure nothing is left running.
 func StartKwok(ctx context.Context, bin, dir, kubeconfig string, client kubernetes.Interface, timeout time.Duration) (*Process, error) {
-	comp, err := kwokComponent(dir, kubeconfig, "", kwok.Leases{}, client, func(string, ...any) {})
+	comp, err := kwokComponent(dir, kubeconfig, "", kwok.Nodes{}, client, func(string, ...any) {})
 	if err != nil {
 		return nil, err
 	}

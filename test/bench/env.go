@@ -98,9 +98,9 @@ func startCluster(ctx context.Context, root, bin, dir string, hb localcluster.No
 
 func describeHeartbeats(h localcluster.NodeHeartbeats) string {
 	if h == (localcluster.NodeHeartbeats{}) {
-		return "defaults (kwok 40s Leases, 4 workers; node-monitor-grace-period 50s)"
+		return "defaults (kwok 40s Leases, 4 workers, 4 Node Stage workers; node-monitor-grace-period 50s)"
 	}
-	return fmt.Sprintf("kwok %s Leases, %d workers; node-monitor-grace-period %s", h.LeaseDuration, h.LeaseParallelism, h.MonitorGracePeriod)
+	return fmt.Sprintf("kwok %s Leases, %d workers, %d Node Stage workers; node-monitor-grace-period %s", h.LeaseDuration, h.LeaseParallelism, h.StageParallelism, h.MonitorGracePeriod)
 }
 
 // client returns a client limited to qps and burst.

@@ -59,7 +59,7 @@ func main() {
 	timeout := flag.Duration("timeout", 0, "bound of each scenario (default: 10m + 1s per machine)")
 	managerArgs := flag.String("manager-args", "", "extra flags for millwright-manager, space-separated (e.g. \"--machine-workers=100\"), to see what a setting changes")
 	policy := flag.String("replacement-policy", policyComplete, "the MachineDeployment's spec.strategy.rollingUpdate.replacementPolicy ("+policyComplete+" or "+policyStarted+"), for every scenario but rolling-update-started")
-	heartbeats := flag.String("node-heartbeats", "auto", "kwok Leases and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
+	heartbeats := flag.String("node-heartbeats", "auto", "kwok's Leases and workers, and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
 	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
 	bin := flag.String("bin", "", "directory of every binary the run starts (kube-apiserver and the rest, millwright-sim, millwright-manager; default: the repository's bin/), e.g. to compare two builds of the manager")
 	withGuards := flag.Bool("guards", false, "give the fleet a MachineHealthCheck and a MachineDisruptionBudget (the check never remediates, the budget grants the deletions; their controllers' work is in the figures), as a production fleet has them")
