@@ -101,6 +101,8 @@ type observer struct {
 	// kube-controller-manager finds their Lease too old (nothing here
 	// marks them NotReady), so each is a heartbeat kwok failed to keep.
 	nodeFlaps atomic.Int64
+	// readyWaits are the new Nodes' waits for kwok to make them Ready.
+	readyWaits *readyWaits
 	// timeline, when asked for (-timeline), records Machines per
 	// MachineSet over time.
 	timeline *timeline
@@ -133,7 +135,7 @@ func newObserver(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme) 
 			return nil, err
 		}
 	}
-	o := &observer{cache: c, fleet: newFleetWatch(func(err error) {
+	o := &observer{cache: c, readyWaits: newReadyWaits(), fleet: newFleetWatch(func(err error) {
 		logf("!!! %v", err)
 	})}
 	if err := o.watchEvents(ctx); err != nil {

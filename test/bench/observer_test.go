@@ -104,3 +104,43 @@ func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
 		t.Fatalf("the deleted Machine is still counted: %v", err)
 	}
 }
+
+// The observer's Node informer records a new Node's wait for Ready, from
+// the times the API server has.
+func TestObserverRecordsANewNodesWaitForReady(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := env.Client
+	for _, ns := range []string{benchNamespace, floorNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o, err := newObserver(ctx, env.Config, env.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
+	if err := c.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	readyAt := n.CreationTimestamp.Add(3 * time.Second)
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(readyAt)}}
+	if err := c.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	var got *readyWaitFigures
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		got = o.readyWaits.between(start, readyAt.Add(time.Second))
+		return got != nil, nil
+	})
+	if err != nil || *got != (readyWaitFigures{Nodes: 1, P50: 3, P99: 3, Max: 3}) {
+		t.Fatalf("the new Node's wait: %+v (%v), want one of 3 s", got, err)
+	}
+}

@@ -79,6 +79,9 @@ type result struct {
 	// NodeReadyFlaps are Node Ready → not Ready transitions during the
 	// scenario: kwok heartbeats kube-controller-manager found missing.
 	NodeReadyFlaps *int64 `json:"node_ready_flaps,omitempty"`
+	// NodeReadyWait is how long the Nodes that turned Ready during the
+	// scenario waited for kwok after their creation (readyWaits).
+	NodeReadyWait *readyWaitFigures `json:"node_ready_wait_seconds,omitempty"`
 	// LeasePUTsPerSecond is the API server's Lease PUT rate (kwok's
 	// renewals) over the scenario.
 	LeasePUTsPerSecond *float64 `json:"lease_puts_per_second,omitempty"`
@@ -151,6 +154,9 @@ func writeRatios(w io.Writer, results []*result) error {
 		}
 		if r.CPU != nil {
 			lines = append(lines, fmt.Sprintf("%s CPU: %s", r.Scenario, r.CPU.line()))
+		}
+		if r.NodeReadyWait != nil {
+			lines = append(lines, fmt.Sprintf("%s Node Ready waits (kwok): %s", r.Scenario, r.NodeReadyWait.line()))
 		}
 		if top := topReads(r.APIServerReadsByClientPerMachine, 0.05); len(top) > 0 {
 			lines = append(lines, fmt.Sprintf("%s reads per Machine by client (at least 0.05): %s", r.Scenario, strings.Join(top, ", ")))

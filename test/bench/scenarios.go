@@ -74,6 +74,7 @@ func (m *meter) finish(ctx context.Context, scenario string, n int) (*result, er
 		FleetLimit:        bound.limit(),
 		LargestFleet:      &peak,
 		NodeReadyFlaps:    &flaps,
+		NodeReadyWait:     m.o.readyWaits.between(m.start.at, end.at),
 	}
 	r.APIServerWrites, r.APIServerConflicts = map[string]float64{}, map[string]float64{}
 	for k, v := range end.apiWrites {
