@@ -54,9 +54,11 @@ const (
 // renewals cost leasePUTsPerSecond in all (n Leases every duration/4), the
 // renewal workers and the Node Stages' workers grow with n (8 per 1000
 // Nodes each) so that a write slowed to hundreds of milliseconds on a
-// loaded API server still leaves them ahead, and the grace period is the Lease duration plus 10 s, as the defaults'
-// 50 s is 40 s plus 10 s: four renewal intervals may be missed before a
-// Node is called Unknown.
+// loaded API server still leaves them ahead, and the grace period is the
+// Lease duration plus 10 s, as the defaults' 50 s is 40 s plus 10 s: four
+// renewal intervals may be missed before a Node is called Unknown. With 4
+// Stage workers at 5000 Nodes, new Nodes waited minutes for Ready
+// (docs/benchmarks.md, "kwok's Node Stage workers").
 func HeartbeatsFor(n int) NodeHeartbeats {
 	if n <= heartbeatsDefaultUpTo {
 		return NodeHeartbeats{}
