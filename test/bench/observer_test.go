@@ -16,11 +16,10 @@ import (
 	"github.com/millwright-dev/millwright/internal/testenv"
 )
 
-// The observer feeds every Machine event of the fleet's namespace, and
-// none of the floor's, to the bound check: on a real API server, a
-// Machine being deleted (held by a finalizer) counts under
-// TerminationComplete and not under TerminationStarted.
-func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
+// startTestObserver starts an API server with the fleet's and the floor's
+// namespaces, and an observer of it; both stop with the test.
+func startTestObserver(t *testing.T) (context.Context, client.Client, *observer) {
+	t.Helper()
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -28,9 +27,8 @@ func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := env.Client
 	for _, ns := range []string{benchNamespace, floorNamespace} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,6 +36,15 @@ func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, env.Client, o
+}
+
+// The observer feeds every Machine event of the fleet's namespace, and
+// none of the floor's, to the bound check: on a real API server, a
+// Machine being deleted (held by a finalizer) counts under
+// TerminationComplete and not under TerminationStarted.
+func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
+	ctx, c, o := startTestObserver(t)
 	machine := func(ns, name string, finalizers ...string) {
 		t.Helper()
 		m := &v1alpha1.Machine{
@@ -95,7 +102,7 @@ func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.fleet.reset(boundFor(3, 3, policyComplete)) // limit 4
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		o.fleet.mu.Lock()
 		defer o.fleet.mu.Unlock()
 		return o.fleet.countLocked() == fleetCount{All: 4, NotDeleting: 4}, nil
@@ -108,23 +115,7 @@ func TestObserverChecksTheFleetBoundAtEveryEvent(t *testing.T) {
 // The observer's Node informer records a new Node's wait for Ready, from
 // the times the API server has.
 func TestObserverRecordsANewNodesWaitForReady(t *testing.T) {
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	c := env.Client
-	for _, ns := range []string{benchNamespace, floorNamespace} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	o, err := newObserver(ctx, env.Config, env.Scheme)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c, o := startTestObserver(t)
 	start := time.Now()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "new"}}
 	if err := c.Create(ctx, n); err != nil {
@@ -136,7 +127,7 @@ func TestObserverRecordsANewNodesWaitForReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got *readyWaitFigures
-	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		got = o.readyWaits.between(start, readyAt.Add(time.Second))
 		return got != nil, nil
 	})
