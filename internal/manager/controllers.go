@@ -53,6 +53,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 		Gate:      sc.Gate(),
 		Limits:    limits,
 		Fence:     fence,
+		Views:     views,
 
 		OnOrphansSuspected: sc.OrphansSuspected,
 	}

@@ -167,6 +167,7 @@ func (h *Harness) StartManager() {
 		Namespace: h.NS,
 		Config:    h.Config,
 		Recorder:  mgr.GetEventRecorder("machine-controller"),
+		Views:     v,
 	}
 	if h.opts.Machine != nil {
 		h.opts.Machine(r)

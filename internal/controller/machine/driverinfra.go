@@ -34,7 +34,7 @@ type driverInfra struct {
 
 func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, error) {
 	if s.infrastructureReady() && s.machine.Spec.ProviderID != "" && !creationTimedOut(s) {
-		if s.isTrue(v1alpha1.ReadyCondition) || s.machine.Status.UnhealthySince != nil {
+		if nodeTellsHealth(s.machine) {
 			return reconcile.Result{}, nil // steady state: its Node tells its health
 		}
 		return d.checkProvisioned(ctx, s)

@@ -66,7 +66,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 		s.setCondition(v1alpha1.ReadyCondition, metav1.ConditionTrue, ReasonRunning, "Node "+s.node.Name+" is Ready")
 		s.operation(v1alpha1.OperationHealthCheck, v1alpha1.OperationSucceeded, "", "Node "+s.node.Name+" joined and is Ready")
 		s.joined = true
-		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
+		return reconcile.Result{}, nil // from now on the health sweep re-checks it too
 	case !wasRunning:
 		return r.checkCreationTimeout(s), nil
 	case h.ok():
@@ -75,7 +75,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 			s.setCondition(v1alpha1.ReadyCondition, metav1.ConditionTrue, ReasonRunning, "Node "+s.node.Name+" is Ready again")
 			s.operation(v1alpha1.OperationHealthCheck, v1alpha1.OperationSucceeded, "", "Node "+s.node.Name+" recovered")
 		}
-		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
+		return reconcile.Result{}, nil // its Node's events, and the health sweep
 	}
 
 	if m.Status.UnhealthySince == nil {
@@ -87,12 +87,12 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 	if len(s.healthChecks) > 0 {
 		// A MachineHealthCheck judges this Machine: it marks it
 		// OwnerRemediated=False when it is to be replaced.
-		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
+		return reconcile.Result{}, nil
 	}
 	if machinefacts.InPlaceInProgress(m) {
 		// Drained and rebooting on purpose: the update's own timeout
 		// bounds this (docs/in-place-updates.md), not the health timeout.
-		return reconcile.Result{RequeueAfter: r.Config.HealthResync}, nil
+		return reconcile.Result{}, nil
 	}
 	deadline := m.Status.UnhealthySince.Add(s.life.healthTimeout)
 	if s.now.Before(deadline) {

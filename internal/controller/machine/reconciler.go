@@ -21,6 +21,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -70,6 +71,9 @@ type Reconciler struct {
 	// several VMs claim (GetMachineStatus OutOfRange), so that the orphan
 	// collection runs soon instead of at its next period.
 	OnOrphansSuspected func(class types.NamespacedName)
+	// Views reads the cache's Machines without copies (the health
+	// sweep); nil: a List.
+	Views *ownerindex.Views
 
 	ledger    replacementLedger
 	contract  contractWatches

@@ -67,6 +67,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, tar
 		WatchesRawSource(source.Channel(r.creates.wake, &handler.EnqueueRequestForObject{})).
 		// A slot of a class given back: the Machines queued for it.
 		WatchesRawSource(source.Channel(r.Limits.Wake(), &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(r.newHealthSweep()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Build(r)
 	if err != nil {

@@ -114,6 +114,17 @@ func Get[T client.Object](ctx context.Context, v *Views, c client.Reader, ns, na
 	return obj, nil
 }
 
+// All returns every object of T the cache holds, in every namespace it
+// watches: the cache's own objects, to read only. list is the List type
+// of T, used only when the fallback List runs.
+func All[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList) ([]T, error) {
+	var zero T
+	if idx := v.indexer(reflect.TypeOf(zero)); idx != nil {
+		return ofType[T](idx.List()), nil
+	}
+	return listCopies[T](ctx, c, list)
+}
+
 // read returns the objects the store of T has under key in its index,
 // else those a List with opts returns.
 func read[T client.Object](ctx context.Context, v *Views, c client.Reader, list client.ObjectList, index, key string, opts ...client.ListOption) ([]T, error) {
@@ -125,6 +136,12 @@ func read[T client.Object](ctx context.Context, v *Views, c client.Reader, list 
 		}
 		return ofType[T](objs), nil
 	}
+	return listCopies[T](ctx, c, list, opts...)
+}
+
+// listCopies is the fallback without a store: a List with opts, its items
+// shallow copies of the cache's objects.
+func listCopies[T client.Object](ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) ([]T, error) {
 	if err := c.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, err
 	}

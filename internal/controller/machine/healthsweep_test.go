@@ -1,0 +1,34 @@
+package machine_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/controllertest"
+	"github.com/millwright-dev/millwright/internal/controller/machine"
+)
+
+// A Running Machine is looked at again every HealthResync with no event
+// to wake it: the health sweep does it, where each Machine used to ask
+// for its own requeue. Each reconcile reads the reconciler's clock once.
+func TestHealthSweepRechecksARunningMachine(t *testing.T) {
+	var looks atomic.Int64
+	h := controllertest.New(t, controllertest.Options{
+		Config: func(c *machine.Config) { c.HealthResync = time.Second },
+		Machine: func(r *machine.Reconciler) {
+			r.Now = func() time.Time { looks.Add(1); return time.Now() }
+		},
+	})
+	h.Class("c", simSpec)
+	h.Machine("m", "c", nil)
+	h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+	time.Sleep(2 * time.Second) // the join's own events settle
+
+	before := looks.Load()
+	time.Sleep(5 * time.Second)
+	if n := looks.Load() - before; n < 3 {
+		t.Fatalf("the Running Machine was looked at %d times in 5 s with a HealthResync of 1 s; want at least 3", n)
+	}
+}
