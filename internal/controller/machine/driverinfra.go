@@ -95,7 +95,7 @@ func (d *driverInfra) ensure(ctx context.Context, s *scope) (reconcile.Result, e
 func (d *driverInfra) checkProvisioned(ctx context.Context, s *scope) (reconcile.Result, error) {
 	next := reconcile.Result{RequeueAfter: d.r.Config.HealthResync}
 	if since := s.now.Sub(s.condition(v1alpha1.InfrastructureReadyCondition).LastTransitionTime.Time); since < d.r.Config.HealthResync {
-		return reconcile.Result{RequeueAfter: d.r.Config.HealthResync - since}, nil
+		return requeue.Deadline(d.r.Config.HealthResync - since), nil
 	}
 	secret, err := classsecret.Read(ctx, d.r.APIReader, d.class)
 	if err != nil {

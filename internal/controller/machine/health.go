@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
 
@@ -96,7 +97,7 @@ func (r *Reconciler) reconcileHealth(ctx context.Context, s *scope) (reconcile.R
 	}
 	deadline := m.Status.UnhealthySince.Add(s.life.healthTimeout)
 	if s.now.Before(deadline) {
-		return reconcile.Result{RequeueAfter: until(s.now, deadline)}, nil
+		return requeue.Deadline(until(s.now, deadline)), nil
 	}
 	allowed, why, err := r.replacementAllowed(ctx, m, s.now)
 	if err != nil {

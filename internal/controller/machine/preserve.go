@@ -100,7 +100,7 @@ func (r *Reconciler) reconcilePreservation(ctx context.Context, s *scope) (recon
 		}
 		t := metav1.NewTime(until)
 		m.Status.PreservedUntil = &t
-		res.RequeueAfter = until.Sub(s.now)
+		res = requeue.Deadline(until.Sub(s.now))
 	}
 	if node == nil {
 		return res, nil

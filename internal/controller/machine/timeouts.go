@@ -8,6 +8,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // checkCreationTimeout fails a Machine that is not Running by its creation
@@ -19,7 +20,7 @@ func (r *Reconciler) checkCreationTimeout(s *scope) reconcile.Result {
 		return reconcile.Result{}
 	}
 	if left := deadline.Sub(s.now); left > 0 {
-		return reconcile.Result{RequeueAfter: left}
+		return requeue.Deadline(left)
 	}
 	msg := fmt.Sprintf("the Machine did not become Running within the creation timeout of %s (%s)",
 		s.life.creationTimeout, describeProgress(s.machine))

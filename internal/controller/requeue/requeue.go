@@ -13,6 +13,22 @@ import (
 // to, and without the error backoff and stack trace an error would bring.
 const ConflictRetry = 200 * time.Millisecond
 
+// DeadlineStep bounds how far ahead a reconcile asks to be called back
+// for a deadline (Deadline).
+const DeadlineStep = time.Minute
+
+// Deadline is the result that calls a reconcile back for a deadline left
+// away, in steps of at most DeadlineStep: each callback asks again for
+// what is then left, so the deadline is met on time. Asking once for the
+// whole of it would leave the queue holding the request until then, even
+// once the object no longer needs it (it became Running, it was deleted):
+// a 20-minute creation timeout kept one waiting entry for each Machine
+// created in the last 20 minutes, and the stale-Node check one for each
+// new Node (docs/benchmarks.md, "The health sweep and the deadlines").
+func Deadline(left time.Duration) reconcile.Result {
+	return reconcile.Result{RequeueAfter: min(left, DeadlineStep)}
+}
+
 // Soonest returns the result asking to be called back soonest; a result
 // without RequeueAfter asks nothing and loses to any that does.
 func Soonest(a, b reconcile.Result) reconcile.Result {

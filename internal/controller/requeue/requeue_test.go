@@ -53,3 +53,14 @@ func TestResultDropsTheRequeueBesideAnError(t *testing.T) {
 		t.Errorf("Result(%v, nil) = %v, %v; want the result", res, got, err)
 	}
 }
+
+func TestDeadlineAsksInSteps(t *testing.T) {
+	cases := []struct{ left, want time.Duration }{
+		{20 * time.Minute, DeadlineStep}, {DeadlineStep, DeadlineStep}, {10 * time.Second, 10 * time.Second},
+	}
+	for _, tc := range cases {
+		if got := Deadline(tc.left).RequeueAfter; got != tc.want {
+			t.Errorf("Deadline(%s) asks for %s; want %s", tc.left, got, tc.want)
+		}
+	}
+}

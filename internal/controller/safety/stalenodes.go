@@ -14,6 +14,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/requeue"
 )
 
 // staleNodes annotates Nodes no Machine owns with NodeNotManagedAnnotation
@@ -57,7 +58,7 @@ func (s *staleNodes) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if wait := node.CreationTimestamp.Add(s.cfg.StaleNodeAfter).Sub(s.now()); wait > 0 {
 		// Young: its Machine may not have recorded the VM yet.
-		return reconcile.Result{RequeueAfter: wait}, nil
+		return requeue.Deadline(wait), nil
 	}
 	s.track(node.Name, true)
 	if annotated {
