@@ -28,9 +28,11 @@ const sweepTick = 10 * time.Second
 // until its time comes, even for a Machine deleted meanwhile: in a
 // rolling update of 5000 Machines that was one waiting entry for every
 // Machine in the cache and one for each deleted in the last ten minutes,
-// the largest part of the manager's heap that grew with the Machines in
-// flight (docs/benchmarks.md). The sweep holds nothing per Machine: it
-// reads the cache's Machines at each tick and enqueues the slice due.
+// with the creation deadlines (see requeue.Deadline) the largest part of
+// the manager's heap that grew with the Machines in flight
+// (docs/benchmarks.md, "The health sweep and the deadlines"). The sweep
+// holds nothing per Machine: it reads the cache's Machines at each tick
+// and enqueues the slice due.
 type healthSweep struct {
 	every time.Duration
 	// machines reads every Machine the cache holds, to read only.
