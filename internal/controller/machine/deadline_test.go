@@ -4,13 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/millwright-dev/millwright/internal/controller/controllertest"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
-	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // A Machine on its way to Running (here waiting for a class that does not
@@ -25,13 +21,7 @@ func TestWaitingMachineAsksForItsCreationDeadlineInSteps(t *testing.T) {
 	h.StopManager() // the test reconciles by hand
 	h.Machine("m", "never", nil)
 
-	env := controllertest.Env.Client
-	r := &machine.Reconciler{
-		Client: env, APIReader: env, Target: env, TargetAPI: env,
-		Drivers: map[string]driver.Driver{"sim": h.Sim}, Namespace: h.NS, Config: h.Config,
-	}
-	r.StartCreates()
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.NS, Name: h.Prefix + "m"}}
+	r, req := byHand(h, "m")
 	var res reconcile.Result
 	for range 3 { // the finalizer, the Pending status, then nothing new
 		var err error

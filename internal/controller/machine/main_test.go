@@ -6,9 +6,13 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
 	"github.com/millwright-dev/millwright/internal/controller/machine"
+	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // TestMain runs the package's tests and then fails the run when any of
@@ -51,3 +55,16 @@ func newHarness(t *testing.T, edit func(*machine.Config)) *controllertest.Harnes
 const simSpec = controllertest.SimSpec
 
 func testConfig() machine.Config { return controllertest.TestConfig() }
+
+// byHand is a machine Reconciler outside any manager, for a test that
+// reconciles the Machine Prefix+name itself (the harness's manager
+// stopped), and the request for that Machine.
+func byHand(h *controllertest.Harness, name string) (*machine.Reconciler, reconcile.Request) {
+	env := controllertest.Env.Client
+	r := &machine.Reconciler{
+		Client: env, APIReader: env, Target: env, TargetAPI: env,
+		Drivers: map[string]driver.Driver{"sim": h.Sim}, Namespace: h.NS, Config: h.Config,
+	}
+	r.StartCreates()
+	return r, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.NS, Name: h.Prefix + name}}
+}

@@ -5,14 +5,10 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/controllertest"
-	"github.com/millwright-dev/millwright/internal/controller/machine"
-	"github.com/millwright-dev/millwright/pkg/driver"
 )
 
 // A deleted Machine that another controller's finalizer still holds, once
@@ -32,13 +28,7 @@ func TestReleasedMachineIsNotRequeued(t *testing.T) {
 		_ = controllertest.Env.Client.Patch(context.Background(), m, patch)
 	})
 
-	env := controllertest.Env.Client
-	r := &machine.Reconciler{
-		Client: env, APIReader: env, Target: env, TargetAPI: env,
-		Drivers: map[string]driver.Driver{"sim": h.Sim}, Namespace: h.NS, Config: h.Config,
-	}
-	r.StartCreates()
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: h.NS, Name: h.Prefix + "m"}}
+	r, req := byHand(h, "m")
 	for i := 0; slices.Contains(h.Get("m").Finalizers, v1alpha1.MachineFinalizer); i++ {
 		if i == 10 {
 			t.Fatalf("our finalizer is still there after %d reconciles: %+v", i, h.Get("m").Status.LastOperation)
