@@ -83,6 +83,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, target cluster.Clus
 		Target:    target.GetClient(),
 		Recorder:  mgr.GetEventRecorder("machinehealthcheck-controller"),
 		Gate:      gate,
+		Views:     views,
 	}
 	if err := mhc.SetupWithManager(mgr, target, machineHealthCheckWorkers); err != nil {
 		return fmt.Errorf("machinehealthcheck controller: %w", err)

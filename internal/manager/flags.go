@@ -14,8 +14,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ControlKubeconfig, "control-kubeconfig", o.ControlKubeconfig, "kubeconfig of the control cluster, where Machines live (default --kubeconfig)")
 	fs.StringVar(&o.TargetKubeconfig, "target-kubeconfig", o.TargetKubeconfig, "kubeconfig of the target cluster, where Nodes live (default: the control cluster)")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "watch only this namespace of the control cluster; empty: all namespaces")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to each API server")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to each API server")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "queries per second to each API server, for each kind of object (each kind has its own client and limit)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "burst of queries to each API server, for each kind of object")
 
 	fs.IntVar(&o.Workers.Machine, "machine-workers", o.Workers.Machine, "concurrent reconciles of the machine controller")
 	fs.IntVar(&o.Workers.MachineSet, "machineset-workers", o.Workers.MachineSet, "concurrent reconciles of the MachineSet controller")

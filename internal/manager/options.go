@@ -31,7 +31,10 @@ type Options struct {
 	TargetKubeconfig string
 	// Namespace restricts the controllers to one namespace; empty: all.
 	Namespace string
-	// KubeAPIQPS and KubeAPIBurst bound the requests to each API server.
+	// KubeAPIQPS and KubeAPIBurst bound the requests to each API server,
+	// per kind of object: controller-runtime gives each kind its own REST
+	// client and token bucket, so Machine writes do not wait behind Node
+	// writes, and the manager's total is a multiple of these.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 

@@ -22,6 +22,7 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/ownwrites"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -79,7 +80,7 @@ type Reconciler struct {
 	contract  contractWatches
 	failures  failureMemory
 	creates   *creates
-	written   ownWrites
+	written   ownwrites.Record
 	tokenless tokenless
 	plugins   pluginInfos
 }
@@ -89,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	m := &v1alpha1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			r.leaveQueues(req.NamespacedName, [2]bool{})
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -106,15 +107,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := r.APIReader.Get(ctx, req.NamespacedName, m); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
-	} else if r.written.behind(req.NamespacedName, m.UID, m.ResourceVersion) {
+	} else if r.written.Behind(req.NamespacedName, m.UID, m.ResourceVersion) {
 		// The cache has not seen our last write yet; its watch event
-		// reconciles the Machine again (see ownWrites). The requeue is a
+		// reconciles the Machine again (see package ownwrites). The requeue is a
 		// backstop.
 		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	s := r.newScope(ctx, m)
 	defer func() {
-		r.written.record(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion, s.gone && len(m.Finalizers) == 0)
+		r.written.Wrote(req.NamespacedName, m.UID, s.replaced, m.ResourceVersion, s.gone && len(m.Finalizers) == 0)
 	}()
 	defer func() { r.leaveQueues(req.NamespacedName, s.askedSlot) }()
 	why, err := r.pausedBy(ctx, m)

@@ -70,7 +70,7 @@ type scope struct {
 	// an initialization (see createRecorded).
 	createOpRead bool
 	// replaced are the versions of the Machine this reconcile's writes
-	// replaced, oldest first (see ownWrites).
+	// replaced, oldest first (see package ownwrites).
 	replaced []string
 }
 
@@ -107,7 +107,7 @@ func (s *scope) patchObject(ctx context.Context) error {
 }
 
 // track runs one write of s.machine and notes the version it replaced
-// (see ownWrites).
+// (see package ownwrites).
 func (s *scope) track(write func() error) error {
 	before := s.machine.ResourceVersion
 	err := write()

@@ -24,6 +24,7 @@ import (
 	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
+	"github.com/millwright-dev/millwright/internal/controller/ownwrites"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/patch"
@@ -45,6 +46,8 @@ type Reconciler struct {
 	// tallies keep each budget's tally between reconciles, and the
 	// Machines whose events arrived since (tally.go).
 	tallies changed.Store[*kept]
+	// written are the versions of each budget our status writes replaced.
+	written ownwrites.Record
 }
 
 // Reconcile recounts one budget.
@@ -54,12 +57,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
 			r.tallies.Forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
 		r.tallies.Forget(req.NamespacedName)
 		return reconcile.Result{}, nil
+	}
+	if r.written.Behind(req.NamespacedName, b.UID, b.ResourceVersion) {
+		// Woken by a Machine's event before the cache has seen our last
+		// status write: a recount written on this version would be
+		// refused. The watch event of our write reconciles the budget
+		// again (package ownwrites); the Machines noted wait for it. The
+		// requeue is a backstop.
+		return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 	}
 	now := time.Now()
 	if r.Now != nil {
@@ -73,11 +85,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	read := b.ResourceVersion
 	if err := w.PatchStatus(ctx, b); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: requeue.ConflictRetry}, nil
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.ResourceVersion != read {
+		r.written.Wrote(req.NamespacedName, b.UID, []string{read}, b.ResourceVersion, false)
 	}
 	exportMetrics(b)
 	return res, nil

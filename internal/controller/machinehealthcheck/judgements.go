@@ -17,6 +17,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/changed"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
 )
@@ -98,15 +99,12 @@ func (r *Reconciler) judge(ctx context.Context, mhc *v1alpha1.MachineHealthCheck
 	}
 	var acting []*target
 	for _, name := range slices.Sorted(maps.Keys(redo)) {
-		// Not a deep copy, as all's: a reconcile that acts on a wave's
-		// new Machines holds each until it ends (remediate copies the
-		// ones it writes).
-		m := &v1alpha1.Machine{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: name}, m, client.UnsafeDisableDeepCopy); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return nil, nil, err
-			}
-			m = nil
+		// The cache's own object, as all's: a reconcile that acts on a
+		// wave's new Machines holds each until it ends (remediate copies
+		// the ones it writes). Nil: gone.
+		m, err := ownerindex.Get(ctx, r.Views, r.Client, mhc.Namespace, name, &v1alpha1.Machine{})
+		if err != nil {
+			return nil, nil, err
 		}
 		t, err := g.one(ctx, m)
 		if err != nil {
@@ -138,18 +136,18 @@ type judgment struct {
 // and status share the cache's memory, to be read only; remediate copies
 // the ones it writes.
 func (g *judgment) all(ctx context.Context, context string) (*judged, []*target, error) {
-	machines := &v1alpha1.MachineList{}
-	if err := g.r.Client.List(ctx, machines, client.InNamespace(g.mhc.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	machines, err := ownerindex.InNamespace[*v1alpha1.Machine](ctx, g.r.Views, g.r.Client, &v1alpha1.MachineList{}, g.mhc.Namespace)
+	if err != nil {
 		return nil, nil, err
 	}
 	j := &judged{context: context, fullAt: g.now, targets: map[string]*target{}, due: map[string]time.Time{}, active: map[string]bool{}}
 	var acting []*target
-	for i := range machines.Items {
-		t, err := g.one(ctx, &machines.Items[i])
+	for _, m := range machines {
+		t, err := g.one(ctx, m)
 		if err != nil {
 			return nil, nil, err
 		}
-		acting = j.set(machines.Items[i].Name, t, g.quiet(t), g.now, acting)
+		acting = j.set(m.Name, t, g.quiet(t), g.now, acting)
 	}
 	slices.SortFunc(acting, func(a, b *target) int { return strings.Compare(a.machine.Name, b.machine.Name) })
 	return j, acting, nil

@@ -42,7 +42,7 @@ func newHarness(t *testing.T) *controllertest.Harness {
 			}
 			gate := &disruption.Gate{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("disruption-gate")}
 			r := &machinehealthcheck.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Target: mgr.GetClient(),
-				Recorder: mgr.GetEventRecorder("machinehealthcheck-controller"), Gate: gate}
+				Recorder: mgr.GetEventRecorder("machinehealthcheck-controller"), Gate: gate, Views: controllertest.ViewsOf(mgr)}
 			return r.SetupWithManager(mgr, mgr, 2)
 		},
 	})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/changed"
+	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
@@ -45,6 +46,10 @@ type Reconciler struct {
 	// selecting the Machine must allow it (docs/disruption-budgets.md). Nil
 	// allows every remediation.
 	Gate *disruption.Gate
+	// Views reads the Machines as the cache's own objects, not copies
+	// (ownerindex.Views): a reconcile acting on a wave's new Machines
+	// holds each until it ends. Nil reads them with a Get or a List.
+	Views *ownerindex.Views
 
 	// judgements keeps each health check's verdicts between its
 	// reconciles, and the names of the Machines whose events (their own

@@ -1,4 +1,4 @@
-package machine
+package ownwrites
 
 import (
 	"testing"
@@ -10,50 +10,50 @@ import (
 // that shows our last write, or a newer one of someone else, is not, and
 // ends the record. The version our removal of the finalizer left is
 // current: another controller's finalizer may hold the Machine there.
-func TestOwnWrites(t *testing.T) {
-	var o ownWrites
+func TestRecord(t *testing.T) {
+	var o Record
 	k := types.NamespacedName{Namespace: "ns", Name: "m"}
-	o.record(k, "u", []string{"1", "2"}, "3", false) // an object patch, then a status patch
+	o.Wrote(k, "u", []string{"1", "2"}, "3", false) // an object patch, then a status patch
 	for _, v := range []string{"1", "2"} {
-		if !o.behind(k, "u", v) {
+		if !o.Behind(k, "u", v) {
 			t.Errorf("version %s, replaced by our writes: not behind", v)
 		}
 	}
-	if o.behind(k, "u", "3") {
+	if o.Behind(k, "u", "3") {
 		t.Error("version 3, our last write: behind")
 	}
-	if o.behind(k, "u", "1") {
+	if o.Behind(k, "u", "1") {
 		t.Error("version 1 after the cache showed our last write: behind (the record should have ended)")
 	}
-	o.record(k, "u", []string{"3"}, "4", false)
-	if o.behind(k, "u", "7") || o.behind(k, "u", "3") {
+	o.Wrote(k, "u", []string{"3"}, "4", false)
+	if o.Behind(k, "u", "7") || o.Behind(k, "u", "3") {
 		t.Error("after someone else's write the record should have ended")
 	}
-	o.record(k, "u", nil, "9", false)
-	if o.behind(k, "u", "9") {
+	o.Wrote(k, "u", nil, "9", false)
+	if o.Behind(k, "u", "9") {
 		t.Error("a reconcile that wrote nothing left a record")
 	}
 
-	o.record(k, "u", []string{"9", "10"}, "11", false) // the finalizer's removal
+	o.Wrote(k, "u", []string{"9", "10"}, "11", false) // the finalizer's removal
 	for _, v := range []string{"9", "10"} {
-		if !o.behind(k, "u", v) {
+		if !o.Behind(k, "u", v) {
 			t.Errorf("version %s, before the removal of our finalizer: not behind", v)
 		}
 	}
-	if o.behind(k, "other", "11") {
+	if o.Behind(k, "other", "11") {
 		t.Error("a new Machine of the same name: behind")
 	}
-	o.record(k, "u", []string{"9", "10"}, "11", false)
-	if o.behind(k, "u", "11") {
+	o.Wrote(k, "u", []string{"9", "10"}, "11", false)
+	if o.Behind(k, "u", "11") {
 		t.Error("version 11, which removed our finalizer and which another controller's finalizer holds: behind (it would be requeued until that finalizer goes)")
 	}
-	o.record(k, "v", nil, "12", false) // another controller's finalizer holds it: we wrote nothing
-	if o.behind(k, "v", "12") {
+	o.Wrote(k, "v", nil, "12", false) // another controller's finalizer holds it: we wrote nothing
+	if o.Behind(k, "v", "12") {
 		t.Error("a Machine without our finalizer, which we did not write: behind")
 	}
-	o.record(k, "u", []string{"9"}, "10", false)
-	o.forget(k)
-	if o.behind(k, "u", "9") {
+	o.Wrote(k, "u", []string{"9"}, "10", false)
+	o.Forget(k)
+	if o.Behind(k, "u", "9") {
 		t.Error("behind after forget")
 	}
 }
