@@ -22,10 +22,10 @@ import (
 	"github.com/millwright-dev/millwright/api/v1alpha1"
 	"github.com/millwright-dev/millwright/internal/controller/classlimit"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
-	"github.com/millwright-dev/millwright/internal/controller/ownwrites"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/leaderfence"
 	"github.com/millwright-dev/millwright/internal/machinefacts"
+	"github.com/millwright-dev/millwright/internal/ownwrites"
 	"github.com/millwright-dev/millwright/internal/patch"
 	"github.com/millwright-dev/millwright/pkg/driver"
 )

@@ -24,9 +24,9 @@ import (
 	"github.com/millwright-dev/millwright/internal/brief"
 	"github.com/millwright-dev/millwright/internal/controller/changed"
 	"github.com/millwright-dev/millwright/internal/controller/ownerindex"
-	"github.com/millwright-dev/millwright/internal/controller/ownwrites"
 	"github.com/millwright-dev/millwright/internal/controller/requeue"
 	"github.com/millwright-dev/millwright/internal/disruption"
+	"github.com/millwright-dev/millwright/internal/ownwrites"
 	"github.com/millwright-dev/millwright/internal/patch"
 )
 
