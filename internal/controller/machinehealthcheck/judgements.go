@@ -131,10 +131,9 @@ type judgment struct {
 }
 
 // all judges every Machine of the namespace, and returns the active
-// targets by name. The Machines are not deep copies
-// (docs/architecture.md, "Reading objects"): their labels, annotations
-// and status share the cache's memory, to be read only; remediate copies
-// the ones it writes.
+// targets by name. The Machines are the cache's own objects
+// (docs/architecture.md, "Reading objects"), to be read only; remediate
+// copies the ones it writes.
 func (g *judgment) all(ctx context.Context, context string) (*judged, []*target, error) {
 	machines, err := ownerindex.InNamespace[*v1alpha1.Machine](ctx, g.r.Views, g.r.Client, &v1alpha1.MachineList{}, g.mhc.Namespace)
 	if err != nil {
