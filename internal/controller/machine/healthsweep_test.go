@@ -23,8 +23,22 @@ func TestHealthSweepRechecksARunningMachine(t *testing.T) {
 	})
 	h.Class("c", simSpec)
 	h.Machine("m", "c", nil)
-	h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
-	time.Sleep(2 * time.Second) // the join's own events settle: they are not what is counted
+	m := h.WaitPhase("m", v1alpha1.PhaseRunning, 30*time.Second)
+	// The join's own writes (the Node's sync, the last status) wake the
+	// Machine too, and are not what is counted: wait until neither the
+	// Machine nor its Node has changed for a second.
+	var seen string
+	var since time.Time
+	h.Eventually(15*time.Second, "the Machine and its Node to stop changing after the join", func() (bool, error) {
+		n, err := h.Node(m.Status.NodeRef.Name)
+		if err != nil {
+			return false, err
+		}
+		if v := h.Get("m").ResourceVersion + "/" + n.ResourceVersion; v != seen {
+			seen, since = v, time.Now()
+		}
+		return time.Since(since) >= time.Second, nil
+	})
 
 	before := looks.Load()
 	h.Eventually(5*time.Second, "the Running Machine looked at 3 times with a HealthResync of 1 s and no event", func() (bool, error) {
