@@ -68,7 +68,17 @@ func TestResyncFromACacheReadsNoNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	// As millwright-sim does (simserver): the sim starts once the cache
+	// holds every Node. A read of a cache not started yet fails, and the
+	// registrar's retry waits on the fake clock, which nothing moves: the
+	// Node was never registered on a loaded machine.
+	if _, err := nodes.GetInformer(ctx, &corev1.Node{}); err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = nodes.Start(ctx) }()
+	if !nodes.WaitForCacheSync(ctx) {
+		t.Fatal("the Node cache did not sync")
+	}
 	live := &countingNodeGets{Client: e.Client, n: &liveReads}
 	const resync = time.Hour
 	s, fc := newTestSim(t, Options{Client: live, NodeReader: nodes, NodeResync: resync})
