@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,10 +118,7 @@ func (s staleBudget) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // a budget read before a grant is refused by the API server (status lock)
 // instead of writing counts that forget the grant.
 func TestRecountFromAStaleReadNeverOverwritesAGrant(t *testing.T) {
-	ns := "mdb-stale"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t)
 	m0 := machine(t, ns, "m0", pool("a"), true)
 	m1 := machine(t, ns, "m1", pool("a"), true)
 	machine(t, ns, "m2", pool("a"), true)
@@ -191,10 +187,7 @@ func (w countedStatus) Patch(ctx context.Context, obj client.Object, p client.Pa
 // budget status writes from 292 to 0 in the scale-up and from 1170 to
 // 679 in the rolling update (docs/benchmarks.md).
 func TestRecountBehindItsOwnWriteSendsNothing(t *testing.T) {
-	ns := "mdb-own-write"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := namespace(t)
 	machine(t, ns, "m0", pool("a"), true)
 	machine(t, ns, "m1", pool("a"), true)
 	budget(t, ns, "prod", pool("a"), intstr.FromInt32(1))

@@ -48,14 +48,22 @@ func start(t *testing.T) string {
 	return ns
 }
 
-// startWith is start with the controller's client wrapped by wrap (nil:
-// the manager's), and returns the controller.
-func startWith(t *testing.T, wrap func(client.Client) client.Client) (string, *machinedisruptionbudget.Reconciler) {
+// namespace makes a namespace of the test's own: a name of its own in
+// every run, so that -count=N runs again.
+func namespace(t *testing.T) string {
 	t.Helper()
 	ns := fmt.Sprintf("mdb-%d", nsSeq.Add(1))
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	return ns
+}
+
+// startWith is start with the controller's client wrapped by wrap (nil:
+// the manager's), and returns the controller.
+func startWith(t *testing.T, wrap func(client.Client) client.Client) (string, *machinedisruptionbudget.Reconciler) {
+	t.Helper()
+	ns := namespace(t)
 	// The Machines read as the manager reads them: the cache's own
 	// objects (ownerindex.Views).
 	views := &ownerindex.Views{}
