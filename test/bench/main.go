@@ -61,6 +61,7 @@ func main() {
 	policy := flag.String("replacement-policy", policyComplete, "the MachineDeployment's spec.strategy.rollingUpdate.replacementPolicy ("+policyComplete+" or "+policyStarted+"), for every scenario but rolling-update-started")
 	heartbeats := flag.String("node-heartbeats", "auto", "kwok's Leases and workers, and kube-controller-manager's grace period: auto (chosen from -n, docs/benchmarks.md) or default (kwok's and the controller manager's defaults, to compare)")
 	timelineOut := flag.String("timeline", "", "write Machines per MachineSet over time to this CSV file (the data of docs/images/rollout-timeline.svg: see docs/rollout.md)")
+	writeRatesOut := flag.String("write-rates", "", "write the API server's writes by resource and verb, each second, to this CSV file (where a kind's writes stay at the manager's --kube-api-qps, that limit bounds the scenario)")
 	bin := flag.String("bin", "", "directory of every binary the run starts (kube-apiserver and the rest, millwright-sim, millwright-manager; default: the repository's bin/), e.g. to compare two builds of the manager")
 	withGuards := flag.Bool("guards", false, "give the fleet a MachineHealthCheck and a MachineDisruptionBudget (the check never remediates, the budget grants the deletions; their controllers' work is in the figures), as a production fleet has them")
 	auditReads := flag.Bool("audit-reads", false, "have kube-apiserver log every read request and report each scenario's reads per Machine by client (costs the API server CPU: its times are not comparable with runs without it)")
@@ -94,7 +95,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, bin: *bin, guards: *withGuards, auditReads: *auditReads})
+	results, err := run(ctx, config{n: *n, scenarios: want, steady: *steady, keep: *keep, qps: float32(*qps), burst: *burst, timeout: *timeout, managerArgs: strings.Fields(*managerArgs), policy: *policy, floorHold: *floorHold, defaultHeartbeats: *heartbeats == "default", timeline: *timelineOut, writeRates: *writeRatesOut, bin: *bin, guards: *withGuards, auditReads: *auditReads})
 	if len(results) > 0 {
 		_ = writeJSON(os.Stdout, results)
 		fmt.Println()
@@ -139,6 +140,9 @@ type config struct {
 	// timeline is the CSV file to write Machines per MachineSet over
 	// time to; empty: none.
 	timeline string
+	// writeRates is the CSV file to write the API server's writes per
+	// second to (writeRates); "" writes none.
+	writeRates string
 	// bin is the directory of the binaries; empty: the repository's bin/.
 	bin string
 	// guards gives the fleet a health check and a disruption budget.
@@ -201,6 +205,16 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 			}
 		}()
 	}
+	var rates *writeRates
+	if cfg.writeRates != "" {
+		rates = &writeRates{}
+		go rates.run(obsCtx, e)
+		defer func() {
+			if err := rates.write(cfg.writeRates); err != nil {
+				logf("writing %s: %v", cfg.writeRates, err)
+			}
+		}()
+	}
 	b := &bench{e: e, o: o, timeout: cfg.timeout, steadyFor: cfg.steady, policy: cfg.policy}
 	has := func(s string) bool { return slices.Contains(cfg.scenarios, s) }
 
@@ -255,7 +269,9 @@ func run(ctx context.Context, cfg config) (results []*result, err error) {
 			}
 		}
 		logf("%s: %d machines", name, cfg.n)
+		rates.mark(name)
 		r, err := f(ctx, cfg.n)
+		rates.mark("")
 		if r != nil && err != nil {
 			results = append(results, r) // a bound violation: its figures say by how much
 		}
