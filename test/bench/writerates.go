@@ -32,7 +32,8 @@ func (w *writeRates) mark(scenario string) {
 	w.scenario = scenario
 }
 
-// run samples until ctx ends; a failed read skips its second.
+// run samples until ctx ends. The seconds on either side of a failed
+// read are left out: no sample spans two seconds.
 func (w *writeRates) run(ctx context.Context, e *env) {
 	prev, err := e.apiServerWrites(ctx)
 	t := time.NewTicker(time.Second)
@@ -43,15 +44,12 @@ func (w *writeRates) run(ctx context.Context, e *env) {
 			return
 		case now := <-t.C:
 			cur, cerr := e.apiServerWrites(ctx)
-			if cerr != nil {
-				continue
-			}
-			if err == nil {
+			if err == nil && cerr == nil {
 				w.mu.Lock()
 				w.rows = append(w.rows, rateRows(now, w.scenario, prev, cur)...)
 				w.mu.Unlock()
 			}
-			prev, err = cur, nil
+			prev, err = cur, cerr
 		}
 	}
 }

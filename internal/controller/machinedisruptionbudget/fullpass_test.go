@@ -56,7 +56,7 @@ func TestAFullPassCountsAMachineWhoseEventsWereLost(t *testing.T) {
 
 	// Both events of a third Machine (its creation, its Ready status: the
 	// update's old and new versions are mapped each) are lost. A change
-	// of the budget's own wakes it meanwhile: a reconcile alone does not
+	// to the budget itself wakes it meanwhile: a reconcile alone does not
 	// put a Machine no event noted.
 	c.failing.Store(true)
 	wake(t, ns, "web", "0")
